@@ -1,0 +1,52 @@
+"""Builds dynamo_guards: the Python sources under torch/_dynamo and the C++
+engine under torch/csrc/dynamo, compiled by CMake + Ninja into dynamo_guards._C.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name: str) -> None:
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext: Extension) -> None:
+        import torch.utils
+
+        out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        build_dir = Path(os.environ.get("DYNAMO_GUARDS_BUILD_DIR", ROOT / "build" / "cmake"))
+        build_type = os.environ.get("DYNAMO_GUARDS_BUILD_TYPE", "Release")
+        configure = [
+            "cmake",
+            "-S", str(ROOT),
+            "-B", str(build_dir),
+            "-G", "Ninja",
+            f"-DCMAKE_BUILD_TYPE={build_type}",
+            f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-DDYNAMO_GUARDS_OUTPUT_DIR={out_dir}",
+        ]
+        if os.environ.get("DYNAMO_GUARDS_SANITIZE"):
+            configure.append("-DDYNAMO_GUARDS_SANITIZE=ON")
+        subprocess.run(configure, check=True)
+        subprocess.run(["cmake", "--build", str(build_dir)], check=True)
+
+
+setup(
+    packages=["dynamo_guards"],
+    package_dir={"dynamo_guards": "torch/_dynamo"},
+    ext_modules=[CMakeExtension("dynamo_guards._C")],
+    cmdclass={"build_ext": CMakeBuild},
+    zip_safe=False,
+)

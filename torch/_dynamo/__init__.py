@@ -1,0 +1,1 @@
+"""dynamo_guards: a fork of Dynamo's guard engine (placeholder)."""

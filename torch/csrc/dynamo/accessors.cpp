@@ -1,0 +1,286 @@
+#include "torch/csrc/dynamo/accessors.h"
+
+#include "torch/csrc/dynamo/py_ref.h"
+
+namespace dynamo_guards {
+
+py::str interned_name(const py::object& name, const char* what) {
+  if (!PyUnicode_Check(name.ptr())) {
+    throw py::type_error(std::string(what) + " must be a str, got " + Py_TYPE(name.ptr())->tp_name);
+  }
+  PyObject* s = Py_NewRef(name.ptr());
+  PyUnicode_InternInPlace(&s);
+  return py::reinterpret_steal<py::str>(s);
+}
+
+Py_ssize_t index_key(const py::object& key, const char* what) {
+  if (!PyLong_Check(key.ptr())) {
+    throw py::type_error(std::string(what) + " must be an int, got " + Py_TYPE(key.ptr())->tp_name);
+  }
+  Py_ssize_t i = PyLong_AsSsize_t(key.ptr());
+  if (i == -1 && PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  return i;
+}
+
+static void require_hashable(const py::object& key) {
+  if (PyObject_Hash(key.ptr()) == -1) {
+    PyErr_Clear();
+    throw py::type_error(std::string("dict key must be hashable, got ") + Py_TYPE(key.ptr())->tp_name);
+  }
+}
+
+static void require_callable(const py::object& fn) {
+  if (!PyCallable_Check(fn.ptr())) {
+    throw py::type_error(std::string("expected a callable, got ") + Py_TYPE(fn.ptr())->tp_name);
+  }
+}
+
+// Unwraps a bound method to its function, as `method.__defaults__` does.
+static PyObject* as_function(PyObject* obj) {  // borrowed in, borrowed out
+  if (PyMethod_Check(obj)) {
+    obj = PyMethod_GET_FUNCTION(obj);
+  }
+  return PyFunction_Check(obj) ? obj : nullptr;
+}
+
+static PyObject* new_ref_or_none(PyObject* borrowed) {
+  return Py_NewRef(borrowed != nullptr ? borrowed : Py_None);
+}
+
+FrameLocalsGuardAccessor::FrameLocalsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(interned_name(key, "frame local name"), std::move(c)) {}
+PyObject* FrameLocalsGuardAccessor::access(PyObject* parent) {
+  if (!PyDict_Check(parent)) {
+    return nullptr;
+  }
+  return Py_XNewRef(PyDict_GetItemWithError(parent, key_.ptr()));
+}
+
+GlobalsGuardAccessor::GlobalsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  if (!PyDict_Check(key_.ptr())) {
+    throw py::type_error("globals_dict_manager needs the frame's globals dict");
+  }
+}
+PyObject* GlobalsGuardAccessor::access(PyObject* /*parent*/) {
+  return Py_NewRef(key_.ptr());
+}
+
+DictGetItemGuardAccessor::DictGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  require_hashable(key_);
+}
+PyObject* DictGetItemGuardAccessor::access(PyObject* parent) {
+  if (!PyDict_Check(parent)) {
+    return nullptr;
+  }
+  return Py_XNewRef(PyDict_GetItemWithError(parent, key_.ptr()));
+}
+
+GetItemGuardAccessor::GetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* GetItemGuardAccessor::access(PyObject* parent) {
+  return PyObject_GetItem(parent, key_.ptr());
+}
+
+ListGetItemGuardAccessor::ListGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  index_key(key_, "list index");
+}
+PyObject* ListGetItemGuardAccessor::access(PyObject* parent) {
+  Py_ssize_t i = PyLong_AsSsize_t(key_.ptr());
+  if (!PyList_Check(parent) || i < 0 || i >= PyList_GET_SIZE(parent)) {
+    return nullptr;
+  }
+  return Py_NewRef(PyList_GET_ITEM(parent, i));
+}
+
+TupleGetItemGuardAccessor::TupleGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  index_key(key_, "tuple index");
+}
+PyObject* TupleGetItemGuardAccessor::access(PyObject* parent) {
+  Py_ssize_t i = PyLong_AsSsize_t(key_.ptr());
+  if (!PyTuple_Check(parent) || i < 0 || i >= PyTuple_GET_SIZE(parent)) {
+    return nullptr;
+  }
+  return Py_NewRef(PyTuple_GET_ITEM(parent, i));
+}
+
+IndexedGuardAccessor::IndexedGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* IndexedGuardAccessor::access(PyObject* parent) {
+  return PyTuple_Pack(2, key_.ptr(), parent);
+}
+
+FuncDefaultsGuardAccessor::FuncDefaultsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* FuncDefaultsGuardAccessor::access(PyObject* parent) {
+  PyObject* fn = as_function(parent);
+  return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_DEFAULTS(fn));
+}
+
+FuncKwDefaultsGuardAccessor::FuncKwDefaultsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* FuncKwDefaultsGuardAccessor::access(PyObject* parent) {
+  PyObject* fn = as_function(parent);
+  return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_KW_DEFAULTS(fn));
+}
+
+CodeGuardAccessor::CodeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* CodeGuardAccessor::access(PyObject* parent) {
+  PyObject* fn = as_function(parent);
+  return fn == nullptr ? nullptr : Py_NewRef(PyFunction_GET_CODE(fn));
+}
+
+ClosureGuardAccessor::ClosureGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* ClosureGuardAccessor::access(PyObject* parent) {
+  PyObject* fn = as_function(parent);
+  return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_CLOSURE(fn));
+}
+
+TypeGuardAccessor::TypeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* TypeGuardAccessor::access(PyObject* parent) {
+  return Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(parent)));
+}
+
+TypeDictGuardAccessor::TypeDictGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* TypeDictGuardAccessor::access(PyObject* parent) {
+  if (!PyType_Check(parent)) {
+    return nullptr;
+  }
+  return Py_XNewRef(reinterpret_cast<PyTypeObject*>(parent)->tp_dict);
+}
+
+TypeMROGuardAccessor::TypeMROGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* TypeMROGuardAccessor::access(PyObject* parent) {
+  if (!PyType_Check(parent)) {
+    return nullptr;
+  }
+  return Py_XNewRef(reinterpret_cast<PyTypeObject*>(parent)->tp_mro);
+}
+
+WeakRefCallGuardAccessor::WeakRefCallGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* WeakRefCallGuardAccessor::access(PyObject* parent) {
+  if (!PyWeakref_Check(parent)) {
+    return nullptr;
+  }
+  return Py_NewRef(PyWeakref_GetObject(parent));  // None once the referent died
+}
+
+CallFunctionNoArgsGuardAccessor::CallFunctionNoArgsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* CallFunctionNoArgsGuardAccessor::access(PyObject* parent) {
+  return PyObject_CallNoArgs(parent);
+}
+
+TupleIteratorGetItemAccessor::TupleIteratorGetItemAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  index_key(key_, "tuple iterator index");
+}
+PyObject* TupleIteratorGetItemAccessor::access(PyObject* parent) {
+  // it.__reduce__() == (iter, (the_tuple,), position) for a live iterator.
+  OwnedRef reduced(PyObject_CallMethod(parent, "__reduce__", nullptr));
+  if (!reduced || !PyTuple_Check(reduced.get()) || PyTuple_GET_SIZE(reduced.get()) != 3) {
+    return nullptr;
+  }
+  PyObject* args = PyTuple_GET_ITEM(reduced.get(), 1);
+  PyObject* position = PyTuple_GET_ITEM(reduced.get(), 2);
+  if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 1 || !PyTuple_Check(PyTuple_GET_ITEM(args, 0)) ||
+      !PyLong_Check(position)) {
+    return nullptr;
+  }
+  PyObject* seq = PyTuple_GET_ITEM(args, 0);
+  Py_ssize_t i = PyLong_AsSsize_t(position) + PyLong_AsSsize_t(key_.ptr());
+  if (i < 0 || i >= PyTuple_GET_SIZE(seq)) {
+    return nullptr;
+  }
+  return Py_NewRef(PyTuple_GET_ITEM(seq, i));
+}
+
+SetGetItemGuardAccessor::SetGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  index_key(key_, "set index");
+}
+PyObject* SetGetItemGuardAccessor::access(PyObject* parent) {
+  if (!PyAnySet_Check(parent)) {
+    return nullptr;
+  }
+  Py_ssize_t wanted = PyLong_AsSsize_t(key_.ptr());
+  OwnedRef it(PyObject_GetIter(parent));
+  if (!it) {
+    return nullptr;
+  }
+  for (Py_ssize_t i = 0;; ++i) {
+    OwnedRef item(PyIter_Next(it.get()));
+    if (!item) {
+      return nullptr;
+    }
+    if (i == wanted) {
+      return Py_NewRef(item.get());
+    }
+  }
+}
+
+GlobalWeakRefGuardAccessor::GlobalWeakRefGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(interned_name(key, "global name"), std::move(c)) {}
+PyObject* GlobalWeakRefGuardAccessor::access(PyObject* parent) {
+  if (!PyDict_Check(parent)) {
+    return nullptr;
+  }
+  PyObject* ref = PyDict_GetItemWithError(parent, key_.ptr());  // borrowed
+  if (ref == nullptr || !PyWeakref_Check(ref)) {
+    return nullptr;
+  }
+  return Py_NewRef(PyWeakref_GetObject(ref));
+}
+
+PythonLambdaGuardAccessor::PythonLambdaGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {
+  require_callable(key_);
+}
+PyObject* PythonLambdaGuardAccessor::access(PyObject* parent) {
+  return PyObject_CallOneArg(key_.ptr(), parent);
+}
+
+GradGuardAccessor::GradGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* GradGuardAccessor::access(PyObject* parent) {
+  static PyObject* grad = PyUnicode_InternFromString("grad");
+  return PyObject_GetAttr(parent, grad);
+}
+
+GetGenericDictGuardAccessor::GetGenericDictGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(std::move(key), std::move(c)) {}
+PyObject* GetGenericDictGuardAccessor::access(PyObject* parent) {
+  PyObject** dictptr = _PyObject_GetDictPtr(parent);
+  if (dictptr == nullptr) {
+    return nullptr;
+  }
+  if (*dictptr == nullptr) {
+    return PyObject_GenericGetDict(parent, nullptr);
+  }
+  return Py_NewRef(*dictptr);
+}
+
+GenericGetAttrGuardAccessor::GenericGetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(interned_name(key, "attr"), std::move(c)) {}
+PyObject* GenericGetAttrGuardAccessor::access(PyObject* parent) {
+  return PyObject_GenericGetAttr(parent, key_.ptr());
+}
+
+GetAttrGuardAccessor::GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
+    : KeyedAccessor(interned_name(key, "attr"), std::move(c)) {}
+PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
+  return PyObject_GetAttr(parent, key_.ptr());
+}
+
+}  // namespace dynamo_guards

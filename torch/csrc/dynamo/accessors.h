@@ -1,0 +1,75 @@
+// The accessors: how a child value is reached from its parent. Each class
+// is named as torch names it, so one grep finds the C++ class, its Python
+// binding and the builder method that creates it.
+#pragma once
+
+#include "torch/csrc/dynamo/guard_accessor.h"
+#include "torch/csrc/dynamo/guard_manager.h"
+
+namespace dynamo_guards {
+
+// Supplies kind() and clone_with() for accessors whose whole state is the key.
+template <typename Derived>
+class KeyedAccessor : public GuardAccessor {
+ public:
+  using GuardAccessor::GuardAccessor;
+  const char* kind() const override { return Derived::kKind; }
+  std::unique_ptr<GuardAccessor> clone_with(std::unique_ptr<GuardManager> child) const override {
+    return std::make_unique<Derived>(key_, std::move(child));
+  }
+};
+
+#define DYNAMO_GUARDS_ACCESSOR(NAME)                        \
+  class NAME : public KeyedAccessor<NAME> {                \
+   public:                                                 \
+    static constexpr const char* kKind = #NAME;            \
+    NAME(py::object key, std::unique_ptr<GuardManager> c); \
+    PyObject* access(PyObject* parent) override;           \
+  }
+
+// f_locals[name]; the root's value is the frame's locals dict.
+DYNAMO_GUARDS_ACCESSOR(FrameLocalsGuardAccessor);
+// The globals dict captured at build time (key); ignores the parent.
+DYNAMO_GUARDS_ACCESSOR(GlobalsGuardAccessor);
+// dict.__getitem__ without calling an overridden __getitem__.
+DYNAMO_GUARDS_ACCESSOR(DictGetItemGuardAccessor);
+// parent[key] through the full protocol.
+DYNAMO_GUARDS_ACCESSOR(GetItemGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(ListGetItemGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TupleGetItemGuardAccessor);
+// (idx, parent): the builder's IndexedSource.
+DYNAMO_GUARDS_ACCESSOR(IndexedGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(FuncDefaultsGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(FuncKwDefaultsGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(CodeGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(ClosureGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TypeGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TypeDictGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TypeMROGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(WeakRefCallGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(CallFunctionNoArgsGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TupleIteratorGetItemAccessor);
+DYNAMO_GUARDS_ACCESSOR(SetGetItemGuardAccessor);
+// globals[name]() for a weakref stored in the globals dict.
+DYNAMO_GUARDS_ACCESSOR(GlobalWeakRefGuardAccessor);
+// key(parent) for a Python callable key.
+DYNAMO_GUARDS_ACCESSOR(PythonLambdaGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(GradGuardAccessor);
+// The instance __dict__ (materialised if CPython keeps it lazily).
+DYNAMO_GUARDS_ACCESSOR(GetGenericDictGuardAccessor);
+// object.__getattribute__(parent, name): skips a class's __getattr__.
+DYNAMO_GUARDS_ACCESSOR(GenericGetAttrGuardAccessor);
+// getattr(parent, name).
+DYNAMO_GUARDS_ACCESSOR(GetAttrGuardAccessor);
+// tensor.size(i) / stride(i) / storage_offset(); ATen, in tensor_property_accessor.cpp.
+DYNAMO_GUARDS_ACCESSOR(TensorSizeGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TensorStrideGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR(TensorStorageOffsetGuardAccessor);
+
+#undef DYNAMO_GUARDS_ACCESSOR
+
+// Validates builder arguments; raise TypeError with the argument's name.
+py::str interned_name(const py::object& name, const char* what);
+Py_ssize_t index_key(const py::object& key, const char* what);
+
+}  // namespace dynamo_guards

@@ -1,0 +1,477 @@
+// Python bindings: the same class and method names, argument order and
+// return types as torch._C._dynamo.guards in torch 2.13, so torch's own
+// GuardBuilder drives this engine unchanged.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+
+#include "torch/csrc/dynamo/accessors.h"
+#include "torch/csrc/dynamo/container_guards.h"
+#include "torch/csrc/dynamo/dict_guard_manager.h"
+#include "torch/csrc/dynamo/python_guards.h"
+#include "torch/csrc/dynamo/relational_guards.h"
+#include "torch/csrc/dynamo/root_checker.h"
+#include "torch/csrc/dynamo/root_guard_manager.h"
+#include "torch/csrc/dynamo/tensor_match.h"
+#include "torch/csrc/dynamo/value_guards.h"
+
+namespace dynamo_guards {
+namespace {
+
+constexpr auto kChild = py::return_value_policy::reference_internal;
+
+// Managers live inside their tree; Python only ever borrows them, and a
+// borrowed manager keeps the object it was obtained from alive.
+template <typename Accessor>
+void def_keyless_manager(py::class_<GuardManager, std::unique_ptr<GuardManager, py::nodelete>>& cls, const char* name) {
+  cls.def(
+      name,
+      [](GuardManager& self, std::string source, py::object example_value, py::object guard_manager_enum) {
+        return self.child_manager<Accessor>(py::none(), std::move(source), example_value, guard_manager_enum);
+      },
+      py::arg("source"),
+      py::arg("example_value"),
+      py::arg("guard_manager_enum"),
+      kChild);
+}
+
+template <typename Accessor>
+void def_keyed_manager(
+    py::class_<GuardManager, std::unique_ptr<GuardManager, py::nodelete>>& cls,
+    const char* name,
+    const char* key_name) {
+  cls.def(
+      name,
+      [](GuardManager& self, py::object key, std::string source, py::object example_value, py::object guard_manager_enum) {
+        return self.child_manager<Accessor>(std::move(key), std::move(source), example_value, guard_manager_enum);
+      },
+      py::arg(key_name),
+      py::arg("source"),
+      py::arg("example_value"),
+      py::arg("guard_manager_enum"),
+      kChild);
+}
+
+template <typename Guard, typename... Args>
+void add_leaf(GuardManager& self, Args&&... args) {
+  self.add_leaf_guard(std::make_shared<Guard>(std::forward<Args>(args)...));
+}
+
+template <typename Guard>
+void def_leaf_class(py::module_& m, const char* name) {
+  py::class_<Guard, LeafGuard, std::shared_ptr<Guard>>(m, name);
+}
+
+std::vector<GuardManager*> managers_from(const py::object& seq, const char* what) {
+  std::vector<GuardManager*> out;
+  for (py::handle item : seq) {
+    try {
+      out.push_back(item.cast<GuardManager*>());
+    } catch (const py::cast_error&) {
+      throw py::type_error(std::string(what) + " must contain dynamo_guards GuardManagers, got " + Py_TYPE(item.ptr())->tp_name);
+    }
+  }
+  return out;
+}
+
+RootGuardManager* common_root(const std::vector<GuardManager*>& managers) {
+  if (managers.empty()) {
+    throw py::value_error("a relational guard needs at least one guard manager");
+  }
+  RootGuardManager* root = managers.front()->root();
+  for (GuardManager* m : managers) {
+    if (m->root() != root) {
+      throw py::value_error("all guard managers of a relational guard must belong to one tree");
+    }
+  }
+  return root;
+}
+
+void install_relation(const std::vector<GuardManager*>& managers, std::shared_ptr<RelationalState> state) {
+  RootGuardManager* root = common_root(managers);
+  for (size_t i = 0; i < managers.size(); ++i) {
+    managers[i]->add_leaf_guard(std::make_shared<RelationalSlot>(state, i));
+  }
+  root->register_relation(std::move(state));
+}
+
+py::list as_list(const py::object& parts) {
+  return checked_code_parts(parts);
+}
+
+}  // namespace
+}  // namespace dynamo_guards
+
+using namespace dynamo_guards;  // NOLINT: the module body below names every engine class
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "dynamo_guards' C++ guard engine (torch._C._dynamo.guards-compatible API)";
+
+  py::class_<GuardDebugInfo>(m, "GuardDebugInfo")
+      .def_readonly("result", &GuardDebugInfo::result)
+      .def_readonly("verbose_code_parts", &GuardDebugInfo::verbose_code_parts)
+      .def_readonly("num_guards_executed", &GuardDebugInfo::num_guards_executed)
+      .def_readonly("user_stack", &GuardDebugInfo::user_stack)
+      .def("__repr__", [](const GuardDebugInfo& info) {
+        return "GuardDebugInfo(result=" + std::string(info.result ? "True" : "False") +
+            ", verbose_code_parts=" + py::repr(info.verbose_code_parts).cast<std::string>() +
+            ", num_guards_executed=" + std::to_string(info.num_guards_executed) + ")";
+      });
+
+  // ---- leaf guards ----
+  py::class_<LeafGuard, std::shared_ptr<LeafGuard>>(m, "LeafGuard")
+      .def("verbose_code_parts", &LeafGuard::verbose_code_parts)
+      .def("user_stack", &LeafGuard::user_stack)
+      .def("kind", &LeafGuard::kind)
+      .def("__call__", [](LeafGuard& self, py::handle value) { return self.check(value.ptr()); });
+
+  py::class_<TYPE_MATCH, LeafGuard, std::shared_ptr<TYPE_MATCH>>(m, "TYPE_MATCH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<ID_MATCH, LeafGuard, std::shared_ptr<ID_MATCH>>(m, "ID_MATCH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("id_val"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<EQUALS_MATCH, LeafGuard, std::shared_ptr<EQUALS_MATCH>>(m, "EQUALS_MATCH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<SingletonGuard, LeafGuard, std::shared_ptr<SingletonGuard>>(m, "SingletonGuard");
+  py::class_<NONE_MATCH, SingletonGuard, std::shared_ptr<NONE_MATCH>>(m, "NONE_MATCH")
+      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<NOT_NONE, SingletonGuard, std::shared_ptr<NOT_NONE>>(m, "NOT_NONE")
+      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<TRUE_MATCH, SingletonGuard, std::shared_ptr<TRUE_MATCH>>(m, "TRUE_MATCH")
+      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<FALSE_MATCH, SingletonGuard, std::shared_ptr<FALSE_MATCH>>(m, "FALSE_MATCH")
+      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<LENGTH_CHECK, LeafGuard, std::shared_ptr<LENGTH_CHECK>>(m, "LENGTH_CHECK")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<DICT_LENGTH, LeafGuard, std::shared_ptr<DICT_LENGTH>>(m, "DICT_LENGTH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<TUPLE_ITERATOR_LEN, LeafGuard, std::shared_ptr<TUPLE_ITERATOR_LEN>>(m, "TUPLE_ITERATOR_LEN");
+  py::class_<FLOAT_IS_NAN, LeafGuard, std::shared_ptr<FLOAT_IS_NAN>>(m, "FLOAT_IS_NAN");
+  py::class_<COMPLEX_IS_NAN, LeafGuard, std::shared_ptr<COMPLEX_IS_NAN>>(m, "COMPLEX_IS_NAN");
+  py::class_<DEFAULT_DEVICE, LeafGuard, std::shared_ptr<DEFAULT_DEVICE>>(m, "DEFAULT_DEVICE");
+  py::class_<DICT_CONTAINS, LeafGuard, std::shared_ptr<DICT_CONTAINS>>(m, "DICT_CONTAINS")
+      .def(py::init<bool, py::object, py::object, py::object>(), py::arg("contains"), py::arg("key"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<SET_CONTAINS, LeafGuard, std::shared_ptr<SET_CONTAINS>>(m, "SET_CONTAINS");
+  py::class_<DICT_VERSION, LeafGuard, std::shared_ptr<DICT_VERSION>>(m, "DICT_VERSION")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<NO_HASATTR, LeafGuard, std::shared_ptr<NO_HASATTR>>(m, "NO_HASATTR")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("attr_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<MAPPING_KEYS_MATCH, LeafGuard, std::shared_ptr<MAPPING_KEYS_MATCH>>(m, "MAPPING_KEYS_MATCH");
+  py::class_<DIMENSION_DYNAMIC_MARKING_GUARD, LeafGuard, std::shared_ptr<DIMENSION_DYNAMIC_MARKING_GUARD>>(m, "DIMENSION_DYNAMIC_MARKING_GUARD");
+  py::class_<TENSOR_MATCH, LeafGuard, std::shared_ptr<TENSOR_MATCH>>(m, "TENSOR_MATCH");
+  py::class_<PythonPredicateGuard, LeafGuard, std::shared_ptr<PythonPredicateGuard>>(m, "PythonPredicateGuard");
+  py::class_<LAMBDA_GUARD, PythonPredicateGuard, std::shared_ptr<LAMBDA_GUARD>>(m, "LAMBDA_GUARD")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("guard_check_fn"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  def_leaf_class<DUAL_LEVEL_MATCH>(m, "DUAL_LEVEL_MATCH");
+  def_leaf_class<FAKE_SCRIPT_TYPE_MATCH>(m, "FAKE_SCRIPT_TYPE_MATCH");
+  def_leaf_class<DISPATCH_KEY_SET_MATCH>(m, "DISPATCH_KEY_SET_MATCH");
+  def_leaf_class<RANGE_ITERATOR_MATCH>(m, "RANGE_ITERATOR_MATCH");
+  def_leaf_class<GLOBAL_STATE>(m, "GLOBAL_STATE");
+  def_leaf_class<TORCH_FUNCTION_MODE_STACK>(m, "TORCH_FUNCTION_MODE_STACK");
+  py::class_<RelationalSlot, LeafGuard, std::shared_ptr<RelationalSlot>>(m, "RelationalGuard");
+
+  // ---- accessors ----
+  py::class_<GuardAccessor, std::unique_ptr<GuardAccessor, py::nodelete>>(m, "GuardAccessor")
+      .def("repr", &GuardAccessor::repr)
+      .def("kind", &GuardAccessor::kind)
+      .def("get_key", &GuardAccessor::key);
+#define DYNAMO_GUARDS_BIND_ACCESSOR(NAME) \
+  py::class_<NAME, GuardAccessor, std::unique_ptr<NAME, py::nodelete>>(m, #NAME)
+  DYNAMO_GUARDS_BIND_ACCESSOR(FrameLocalsGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GlobalsGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(DictGetItemGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GetItemGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(ListGetItemGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TupleGetItemGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(IndexedGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(FuncDefaultsGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(FuncKwDefaultsGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(CodeGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(ClosureGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TypeGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TypeDictGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TypeMROGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(WeakRefCallGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(CallFunctionNoArgsGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TupleIteratorGetItemAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(SetGetItemGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GlobalWeakRefGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(PythonLambdaGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GradGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GetGenericDictGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GenericGetAttrGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GetAttrGuardAccessor).def("get_attr_name", &GetAttrGuardAccessor::key);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TensorSizeGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TensorStrideGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(TensorStorageOffsetGuardAccessor);
+#undef DYNAMO_GUARDS_BIND_ACCESSOR
+
+  // ---- managers ----
+  py::class_<GuardManager, std::unique_ptr<GuardManager, py::nodelete>> gm(m, "GuardManager");
+  gm.def("get_source", &GuardManager::source)
+      .def("fail_count", &GuardManager::fail_count)
+      .def("has_object_aliasing_guard", &GuardManager::has_relational_guard)
+      .def("is_guarded_value_immutable", &GuardManager::is_guarded_value_immutable)
+      .def("has_no_accessors", [](const GuardManager& self) { return self.accessors().empty(); })
+      .def("mark_tag_safe", [](GuardManager& self) { self.tag_safe = true; })
+      .def("mark_tag_safe_root", [](GuardManager& self) { self.tag_safe_root = true; })
+      .def("is_tag_safe", [](const GuardManager& self) { return self.tag_safe; })
+      .def("is_tag_safe_root", [](const GuardManager& self) { return self.tag_safe_root; })
+      .def("is_recursive_dict_tag_matching_disabled", [](const GuardManager&) { return true; })
+      .def("get_type_of_guarded_value", &GuardManager::type_of_guarded_value)
+      .def(
+          "get_accessors",
+          [](const GuardManager& self) {
+            std::vector<GuardAccessor*> out;
+            for (const auto& a : self.accessors()) {
+              out.push_back(a.get());
+            }
+            return out;
+          },
+          kChild)
+      .def(
+          "get_child_managers",
+          [](const GuardManager& self) {
+            std::vector<GuardManager*> out;
+            for (const auto& a : self.accessors()) {
+              out.push_back(a->child());
+            }
+            return out;
+          },
+          kChild)
+      .def("get_leaf_guards", &GuardManager::leaf_guards);
+
+  // Leaf guards, in torch's argument order: the guard's own arguments, then
+  // verbose_code_parts, then user_stack.
+  gm.def("add_lambda_guard", [](GuardManager& self, py::object fn, py::object parts, py::object stack) {
+      add_leaf<LAMBDA_GUARD>(self, fn, parts, stack);
+    }, py::arg("guard_check_fn"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_type_match_guard", [](GuardManager& self, py::object type_id, py::object parts, py::object stack) {
+      add_leaf<TYPE_MATCH>(self, type_id, parts, stack);
+    }, py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_id_match_guard", [](GuardManager& self, py::object id_val, py::object parts, py::object stack) {
+      add_leaf<ID_MATCH>(self, id_val, parts, stack);
+    }, py::arg("id_val"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_equals_match_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
+      add_leaf<EQUALS_MATCH>(self, value, parts, stack);
+    }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_none_match_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<NONE_MATCH>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_not_none_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<NOT_NONE>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_true_match_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<TRUE_MATCH>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_false_match_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<FALSE_MATCH>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_length_check_guard", [](GuardManager& self, py::object length, py::object parts, py::object stack) {
+      add_leaf<LENGTH_CHECK>(self, length, parts, stack);
+    }, py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_dict_length_check_guard", [](GuardManager& self, py::object length, py::object parts, py::object stack) {
+      add_leaf<DICT_LENGTH>(self, length, parts, stack);
+    }, py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_tuple_iterator_length_guard", [](GuardManager& self, py::object length, py::object type_id, py::object parts, py::object stack) {
+      add_leaf<TUPLE_ITERATOR_LEN>(self, length, type_id, parts, stack);
+    }, py::arg("length"), py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_range_iterator_match_guard", [](GuardManager& self, py::object start, py::object stop, py::object step, py::object type_id, py::object parts, py::object stack) {
+      add_leaf<RANGE_ITERATOR_MATCH>(self, make_python_predicate("range_iterator_match", py::make_tuple(start, stop, step, type_id)), parts, stack);
+    }, py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_default_device_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<DEFAULT_DEVICE>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_mapping_keys_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
+      add_leaf<MAPPING_KEYS_MATCH>(self, value, parts, stack);
+    }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_dispatch_key_set_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
+      add_leaf<DISPATCH_KEY_SET_MATCH>(self, make_python_predicate("dispatch_key_set_match", py::make_tuple(value)), parts, stack);
+    }, py::arg("dispatch_key"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_global_state_guard", [](GuardManager& self, py::object initial_state, py::object parts, py::object stack) {
+      add_leaf<GLOBAL_STATE>(self, make_python_predicate("global_state_match", py::make_tuple(initial_state)), parts, stack);
+    }, py::arg("initial_state"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_torch_function_mode_stack_guard", [](GuardManager& self, py::list initial_stack, py::object parts, py::object stack) {
+      add_leaf<TORCH_FUNCTION_MODE_STACK>(self, make_python_predicate("torch_function_mode_stack_match", py::make_tuple(initial_stack)), parts, stack);
+    }, py::arg("initial_stack"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_no_hasattr_guard", [](GuardManager& self, py::object attr_name, py::object parts, py::object stack) {
+      add_leaf<NO_HASATTR>(self, attr_name, parts, stack);
+    }, py::arg("attr_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_dict_contains_guard", [](GuardManager& self, bool contains, py::object key, py::object parts, py::object stack) {
+      add_leaf<DICT_CONTAINS>(self, contains, key, parts, stack);
+    }, py::arg("contains"), py::arg("key"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_set_contains_guard", [](GuardManager& self, bool contains, py::object item, py::object parts, py::object stack) {
+      add_leaf<SET_CONTAINS>(self, contains, item, parts, stack);
+    }, py::arg("contains"), py::arg("item"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_dual_level_match_guard", [](GuardManager& self, py::object level, py::object parts, py::object stack) {
+      add_leaf<DUAL_LEVEL_MATCH>(self, make_python_predicate("dual_level_match", py::make_tuple(level)), parts, stack);
+    }, py::arg("level"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_float_is_nan_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<FLOAT_IS_NAN>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_complex_is_nan_guard", [](GuardManager& self, py::object parts, py::object stack) {
+      add_leaf<COMPLEX_IS_NAN>(self, parts, stack);
+    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_fake_script_type_match_guard", [](GuardManager& self, py::object fake_type, py::object obj_id, py::object parts, py::object stack) {
+      add_leaf<FAKE_SCRIPT_TYPE_MATCH>(self, make_python_predicate("fake_script_type_match", py::make_tuple(fake_type, obj_id)), parts, stack);
+    }, py::arg("fake_script_type"), py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_dimension_marking_guard", [](GuardManager& self, py::dict expected, py::list absent, py::dict dependent, py::object parts, py::object stack) {
+      add_leaf<DIMENSION_DYNAMIC_MARKING_GUARD>(self, expected, absent, dependent, parts, stack);
+    }, py::arg("expected_attrs"), py::arg("absent_attrs"), py::arg("dependent_attrs"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_dict_version_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
+      add_leaf<DICT_VERSION>(self, value, parts, stack);
+    }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_tensor_match_guard", [](GuardManager& self, py::object value, py::object sizes, py::object strides, py::object tensor_name, py::object parts, py::object stack, py::object pytype, py::object dispatch_keys) {
+      add_leaf<TENSOR_MATCH>(self, value, sizes, strides, tensor_name, parts, stack, pytype, dispatch_keys);
+    }, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), py::arg("verbose_code_parts"), py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"));
+
+  // Accessors, in torch's argument order: key, source, example_value,
+  // guard_manager_enum.
+  def_keyed_manager<GetItemGuardAccessor>(gm, "getitem_manager", "key");
+  def_keyed_manager<FrameLocalsGuardAccessor>(gm, "framelocals_manager_by_name", "key");
+  gm.def(
+      "framelocals_manager",
+      [](GuardManager& self, py::object key, std::string source, py::object example_value, py::object guard_manager_enum) {
+        // torch passes (name, index into the frame's localsplus); the engine
+        // sees the locals as a dict and reads them by name.
+        py::object name = key;
+        if (PyTuple_Check(key.ptr())) {
+          if (PyTuple_GET_SIZE(key.ptr()) != 2) {
+            throw py::value_error("framelocals_manager key must be a name or (name, index)");
+          }
+          name = py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(key.ptr(), 0));
+        }
+        return self.child_manager<FrameLocalsGuardAccessor>(name, std::move(source), example_value, guard_manager_enum);
+      },
+      py::arg("key"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), kChild);
+  def_keyed_manager<DictGetItemGuardAccessor>(gm, "dict_getitem_manager", "key");
+  def_keyed_manager<ListGetItemGuardAccessor>(gm, "list_getitem_manager", "key");
+  def_keyed_manager<IndexedGuardAccessor>(gm, "indexed_manager", "idx");
+  def_keyed_manager<TensorSizeGuardAccessor>(gm, "tensor_property_size_manager", "idx");
+  def_keyed_manager<TensorStrideGuardAccessor>(gm, "tensor_property_stride_manager", "idx");
+  def_keyed_manager<TensorStorageOffsetGuardAccessor>(gm, "tensor_property_storage_offset_manager", "idx");
+  def_keyed_manager<TupleGetItemGuardAccessor>(gm, "tuple_getitem_manager", "key");
+  def_keyless_manager<FuncDefaultsGuardAccessor>(gm, "func_defaults_manager");
+  def_keyless_manager<FuncKwDefaultsGuardAccessor>(gm, "func_kwdefaults_manager");
+  def_keyed_manager<GlobalsGuardAccessor>(gm, "globals_dict_manager", "f_globals");
+  def_keyless_manager<TypeGuardAccessor>(gm, "type_manager");
+  def_keyless_manager<TypeDictGuardAccessor>(gm, "type_dict_manager");
+  def_keyless_manager<TypeMROGuardAccessor>(gm, "type_mro_manager");
+  def_keyless_manager<WeakRefCallGuardAccessor>(gm, "weakref_call_manager");
+  def_keyless_manager<CallFunctionNoArgsGuardAccessor>(gm, "call_function_no_args_manager");
+  def_keyed_manager<TupleIteratorGetItemAccessor>(gm, "tuple_iterator_getitem_manager", "index");
+  def_keyed_manager<SetGetItemGuardAccessor>(gm, "set_getitem_manager", "index");
+  def_keyless_manager<CodeGuardAccessor>(gm, "code_manager");
+  def_keyless_manager<ClosureGuardAccessor>(gm, "closure_manager");
+  def_keyed_manager<GlobalWeakRefGuardAccessor>(gm, "global_weakref_manager", "global_name");
+  def_keyed_manager<PythonLambdaGuardAccessor>(gm, "lambda_manager", "python_lambda");
+  def_keyless_manager<GradGuardAccessor>(gm, "grad_manager");
+  def_keyless_manager<GetGenericDictGuardAccessor>(gm, "get_generic_dict_manager");
+  def_keyed_manager<GenericGetAttrGuardAccessor>(gm, "generic_getattr_manager", "attr");
+  def_keyed_manager<GetAttrGuardAccessor>(gm, "getattr_manager", "attr");
+
+  py::class_<DictGuardManager, GuardManager, std::unique_ptr<DictGuardManager, py::nodelete>>(m, "DictGuardManager")
+      .def(
+          "get_key_manager",
+          [](DictGuardManager& self, py::object index, std::string source, py::object example_value, py::object e) {
+            return self.key_manager(index, std::move(source), example_value, e);
+          },
+          py::arg("index"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), kChild)
+      .def(
+          "get_value_manager",
+          [](DictGuardManager& self, py::object index, std::string source, py::object example_value, py::object e) {
+            return self.value_manager(index, std::move(source), example_value, e);
+          },
+          py::arg("index"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), kChild)
+      .def(
+          "get_key_value_managers",
+          [](py::object self_obj) {
+            auto& self = self_obj.cast<DictGuardManager&>();
+            py::dict out;
+            for (const auto& [index, entry] : self.entries()) {
+              py::object k = entry.key ? py::cast(entry.key.get(), py::return_value_policy::reference_internal, self_obj) : py::none();
+              py::object v = entry.value ? py::cast(entry.value.get(), py::return_value_policy::reference_internal, self_obj) : py::none();
+              out[py::int_(index)] = py::make_tuple(k, v);
+            }
+            return out;
+          });
+
+  py::class_<RootGuardManager, GuardManager, std::unique_ptr<RootGuardManager>>(m, "RootGuardManager")
+      .def(py::init<>())
+      .def("check", [](RootGuardManager& self, py::handle f_locals) { return self.check_fast(f_locals.ptr()); })
+      .def("check_verbose", [](RootGuardManager& self, py::handle f_locals) { return self.check_verbose(f_locals.ptr()); })
+      .def("attach_compile_id", [](RootGuardManager& self, std::string id) { self.compile_id = std::move(id); })
+      .def("get_compile_id", [](const RootGuardManager& self) { return self.compile_id; })
+      .def("clone_manager", [](const RootGuardManager& self, py::object keep) {
+        if (!PyCallable_Check(keep.ptr())) {
+          throw py::type_error("clone_manager needs a callable filter");
+        }
+        return self.clone_root(keep);
+      })
+      .def("get_epilogue_lambda_guards", &RootGuardManager::epilogue_guards)
+      .def("add_epilogue_lambda_guard", [](RootGuardManager& self, py::object fn, py::object parts, py::object stack) {
+        self.add_epilogue_guard(std::make_shared<LAMBDA_GUARD>(fn, parts, stack));
+      }, py::arg("guard_check_fn"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+
+  // ---- relational guards ----
+  m.def("install_no_tensor_aliasing_guard", [](py::list managers, py::list tensor_names, py::object parts, py::object stack) {
+    std::vector<GuardManager*> ms = managers_from(managers, "guard_managers");
+    if (py::len(tensor_names) != ms.size()) {
+      throw py::value_error("install_no_tensor_aliasing_guard needs one tensor name per guard manager");
+    }
+    install_relation(ms, std::make_shared<NoTensorAliasing>(ms.size(), as_list(parts), stack));
+  });
+  m.def("install_object_aliasing_guard", [](GuardManager* x, GuardManager* y, py::object parts, py::object stack) {
+    std::vector<GuardManager*> ms{x, y};
+    install_relation(ms, std::make_shared<ObjectAliasing>(2, as_list(parts), stack));
+  });
+  m.def("install_storage_overlapping_guard", [](py::list overlapping, py::list non_overlapping, py::object parts, py::object stack) {
+    std::vector<GuardManager*> ms = managers_from(overlapping, "overlapping");
+    std::vector<GuardManager*> rest = managers_from(non_overlapping, "non_overlapping");
+    size_t n_overlapping = ms.size();
+    ms.insert(ms.end(), rest.begin(), rest.end());
+    install_relation(ms, std::make_shared<StorageOverlapping>(n_overlapping, rest.size(), as_list(parts), stack));
+  });
+  m.def("install_symbolic_shape_guard", [](py::list managers, size_t num_ints, size_t num_floats, uintptr_t fn, py::object keep_alive, py::object parts, py::object stack) {
+    std::vector<GuardManager*> ms = managers_from(managers, "guard_managers");
+    if (ms.size() != num_ints + num_floats) {
+      throw py::value_error("install_symbolic_shape_guard needs one guard manager per int and float input");
+    }
+    install_relation(ms, std::make_shared<SymbolicShapeGuard>(num_ints, num_floats, fn, keep_alive, as_list(parts), stack));
+  });
+
+  m.def("profile_guard_manager", [](RootGuardManager& root, py::handle f_locals, int n_iters) {
+    if (n_iters <= 0) {
+      throw py::value_error("n_iters must be positive");
+    }
+    auto start = std::chrono::high_resolution_clock::now();
+    for (int i = 0; i < n_iters; ++i) {
+      root.check_fast(f_locals.ptr());
+    }
+    std::chrono::duration<double, std::micro> total = std::chrono::high_resolution_clock::now() - start;
+    return total.count() / n_iters;
+  });
+
+  // The evaluation of every guard kind the builder can add: the source of
+  // the README's coverage table (test_guard_manager checks the two agree).
+  m.def("guard_kinds", []() {
+    py::dict kinds;
+    for (const char* k : {"TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "NONE_MATCH", "NOT_NONE", "TRUE_MATCH", "FALSE_MATCH",
+                          "LENGTH_CHECK", "DICT_LENGTH", "TUPLE_ITERATOR_LEN", "FLOAT_IS_NAN", "COMPLEX_IS_NAN",
+                          "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
+                          "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
+                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD"}) {
+      kinds[k] = "native";
+    }
+    for (const char* k : {"GLOBAL_STATE", "TORCH_FUNCTION_MODE_STACK", "DUAL_LEVEL_MATCH", "FAKE_SCRIPT_TYPE_MATCH",
+                          "DISPATCH_KEY_SET_MATCH", "RANGE_ITERATOR_MATCH", "STORAGE_OVERLAPPING"}) {
+      kinds[k] = "python";
+    }
+    return kinds;
+  });
+
+  if (register_root_check_type(m.ptr()) < 0) {
+    throw py::error_already_set();
+  }
+}

@@ -1,0 +1,208 @@
+#include "torch/csrc/dynamo/container_guards.h"
+
+#include "torch/csrc/dynamo/py_ref.h"
+
+namespace dynamo_guards {
+
+int lookup_optional_attr(PyObject* obj, PyObject* name, PyObject** result) {
+  // CPython 3.11 exports this helper; for types using the generic getattr it
+  // skips building the AttributeError entirely.
+  return _PyObject_LookupAttr(obj, name, result);
+}
+
+namespace {
+
+py::str checked_name(const py::object& name, const char* what) {
+  if (!PyUnicode_Check(name.ptr())) {
+    throw py::type_error(std::string(what) + " must be a str, got " + Py_TYPE(name.ptr())->tp_name);
+  }
+  py::str s = py::reinterpret_borrow<py::str>(name);
+  PyObject* interned = s.release().ptr();
+  PyUnicode_InternInPlace(&interned);
+  return py::reinterpret_steal<py::str>(interned);
+}
+
+void require_hashable(const py::object& key, const char* what) {
+  if (PyObject_Hash(key.ptr()) == -1) {
+    PyErr_Clear();
+    throw py::type_error(std::string(what) + " must be hashable, got " + Py_TYPE(key.ptr())->tp_name);
+  }
+}
+
+}  // namespace
+
+DICT_CONTAINS::DICT_CONTAINS(bool contains, py::object key, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), contains_(contains), key_(std::move(key)) {
+  require_hashable(key_, "key");
+}
+
+bool DICT_CONTAINS::check(PyObject* value) {
+  if (!PyDict_Check(value)) {
+    return false;
+  }
+  int found = PyDict_Contains(value, key_.ptr());
+  if (found < 0) {
+    discard_python_error();
+    return false;
+  }
+  return (found == 1) == contains_;
+}
+
+SET_CONTAINS::SET_CONTAINS(bool contains, py::object item, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), contains_(contains), item_(std::move(item)) {
+  require_hashable(item_, "item");
+}
+
+bool SET_CONTAINS::check(PyObject* value) {
+  if (!PyAnySet_Check(value)) {
+    return false;
+  }
+  int found = PySet_Contains(value, item_.ptr());
+  if (found < 0) {
+    discard_python_error();
+    return false;
+  }
+  return (found == 1) == contains_;
+}
+
+static uint64_t dict_version_of(PyObject* dict) {
+  // ma_version_tag is deprecated from 3.12 but present and maintained in 3.11.
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+  return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
+  _Pragma("GCC diagnostic pop")
+}
+
+DICT_VERSION::DICT_VERSION(py::object value, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)) {
+  if (!PyDict_Check(value.ptr())) {
+    throw py::type_error(std::string("DICT_VERSION needs a dict, got ") + Py_TYPE(value.ptr())->tp_name);
+  }
+  version_ = dict_version_of(value.ptr());
+}
+
+bool DICT_VERSION::check(PyObject* value) {
+  return PyDict_Check(value) && dict_version_of(value) == version_;
+}
+
+NO_HASATTR::NO_HASATTR(py::object attr_name, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), attr_name_(checked_name(attr_name, "attr_name")) {}
+
+bool NO_HASATTR::check(PyObject* value) {
+  PyObject* found = nullptr;
+  int r = lookup_optional_attr(value, attr_name_.ptr(), &found);
+  Py_XDECREF(found);
+  if (r < 0) {
+    // hasattr() propagates non-AttributeError exceptions; a guard treats the
+    // value as changed.
+    discard_python_error();
+    return false;
+  }
+  return r == 0;
+}
+
+MAPPING_KEYS_MATCH::MAPPING_KEYS_MATCH(py::object value, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)) {
+  PyObject* keys = PyMapping_Keys(value.ptr());
+  if (keys == nullptr) {
+    throw py::error_already_set();
+  }
+  keys_ = py::reinterpret_steal<py::list>(keys);
+}
+
+bool MAPPING_KEYS_MATCH::check(PyObject* value) {
+  OwnedRef keys(PyMapping_Keys(value));
+  if (!keys) {
+    discard_python_error();
+    return false;
+  }
+  int eq = PyObject_RichCompareBool(keys.get(), keys_.ptr(), Py_EQ);
+  if (eq < 0) {
+    discard_python_error();
+    return false;
+  }
+  return eq == 1;
+}
+
+DIMENSION_DYNAMIC_MARKING_GUARD::DIMENSION_DYNAMIC_MARKING_GUARD(
+    py::dict expected,
+    py::list absent,
+    py::dict dependent,
+    py::object parts,
+    py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)) {
+  for (auto item : expected) {
+    expected_.push_back({checked_name(py::reinterpret_borrow<py::object>(item.first), "marking name"),
+                         py::reinterpret_borrow<py::object>(item.second)});
+  }
+  for (py::handle name : absent) {
+    absent_.push_back(checked_name(py::reinterpret_borrow<py::object>(name), "marking name"));
+  }
+  for (auto item : dependent) {
+    py::tuple pair = py::reinterpret_borrow<py::object>(item.second).cast<py::tuple>();
+    if (pair.size() != 2) {
+      throw py::value_error("dependent markings map a name to (value, gate_attribute)");
+    }
+    dependent_.push_back({checked_name(py::reinterpret_borrow<py::object>(item.first), "marking name"),
+                          pair[0],
+                          checked_name(pair[1], "gate attribute")});
+  }
+}
+
+bool DIMENSION_DYNAMIC_MARKING_GUARD::check(PyObject* value) {
+  for (const py::str& name : absent_) {
+    PyObject* found = nullptr;
+    int r = lookup_optional_attr(value, name.ptr(), &found);
+    Py_XDECREF(found);
+    if (r != 0) {
+      discard_python_error();
+      return false;
+    }
+  }
+  for (const Expected& e : expected_) {
+    PyObject* found = nullptr;
+    int r = lookup_optional_attr(value, e.name.ptr(), &found);
+    if (r < 0) {
+      discard_python_error();
+      return false;
+    }
+    if (r == 0) {
+      continue;  // unspecified at run time: the compiled graph is general enough
+    }
+    OwnedRef current(found);
+    OwnedRef subset(PyObject_CallMethod(current.get(), "issubset", "O", e.allowed.ptr()));
+    if (!subset) {
+      discard_python_error();
+      return false;
+    }
+    if (subset.get() != Py_True) {
+      return false;
+    }
+  }
+  for (const Dependent& d : dependent_) {
+    PyObject* gate = nullptr;
+    int r = lookup_optional_attr(value, d.gate.ptr(), &gate);
+    Py_XDECREF(gate);
+    if (r < 0) {
+      discard_python_error();
+      return false;
+    }
+    if (r == 0) {
+      continue;
+    }
+    PyObject* found = nullptr;
+    r = lookup_optional_attr(value, d.name.ptr(), &found);
+    if (r < 0) {
+      discard_python_error();
+      return false;
+    }
+    OwnedRef current(r == 1 ? found : Py_NewRef(Py_None));
+    int eq = PyObject_RichCompareBool(current.get(), d.value.ptr(), Py_EQ);
+    if (eq != 1) {
+      discard_python_error();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace dynamo_guards

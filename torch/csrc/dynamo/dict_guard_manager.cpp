@@ -1,0 +1,98 @@
+#include "torch/csrc/dynamo/dict_guard_manager.h"
+
+namespace dynamo_guards {
+
+DictGuardManager::DictGuardManager(RootGuardManager* root, std::string source, py::handle example_value)
+    : GuardManager(root, std::move(source), example_value),
+      dict_type_(Py_TYPE(example_value.ptr())),
+      size_(PyDict_Check(example_value.ptr()) ? PyDict_GET_SIZE(example_value.ptr()) : 0) {}
+
+Py_ssize_t DictGuardManager::checked_index(const py::object& index) const {
+  if (!PyLong_Check(index.ptr())) {
+    throw py::type_error("dict index must be an int");
+  }
+  Py_ssize_t i = PyLong_AsSsize_t(index.ptr());
+  if (i < 0 || i >= size_) {
+    throw py::index_error("dict index " + std::to_string(i) + " out of range for a dict of size " + std::to_string(size_));
+  }
+  return i;
+}
+
+GuardManager* DictGuardManager::key_manager(
+    py::object index,
+    std::string source,
+    py::handle example_value,
+    const py::object& guard_manager_enum) {
+  Entry& entry = entries_[checked_index(index)];
+  if (!entry.key) {
+    entry.key = make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+  }
+  return entry.key.get();
+}
+
+GuardManager* DictGuardManager::value_manager(
+    py::object index,
+    std::string source,
+    py::handle example_value,
+    const py::object& guard_manager_enum) {
+  Entry& entry = entries_[checked_index(index)];
+  if (!entry.value) {
+    entry.value = make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+  }
+  return entry.value.get();
+}
+
+bool DictGuardManager::check(PyObject* value, CheckContext* ctx) {
+  for (const LeafGuardPtr& leaf : leaves_) {
+    if (!leaf->run(value, ctx)) {
+      fail_count_++;
+      return false;
+    }
+  }
+  if (Py_TYPE(value) != dict_type_ || PyDict_GET_SIZE(value) != size_) {
+    fail_count_++;
+    if (ctx != nullptr) {
+      ctx->record_failure("dict type or length changed for " + source_);
+    }
+    return false;
+  }
+  Py_ssize_t pos = 0;
+  Py_ssize_t index = 0;
+  PyObject* key = nullptr;    // borrowed
+  PyObject* item = nullptr;   // borrowed
+  for (const auto& [wanted, entry] : entries_) {
+    while (index <= wanted) {
+      if (!PyDict_Next(value, &pos, &key, &item)) {
+        fail_count_++;
+        return false;
+      }
+      ++index;
+    }
+    // A manager's check can run Python (lambda guards) that could mutate the
+    // dict; hold the pair for the duration.
+    py::object key_ref = py::reinterpret_borrow<py::object>(key);
+    py::object item_ref = py::reinterpret_borrow<py::object>(item);
+    if ((entry.key && !entry.key->check(key_ref.ptr(), ctx)) || (entry.value && !entry.value->check(item_ref.ptr(), ctx))) {
+      fail_count_++;
+      return false;
+    }
+  }
+  for (const auto& accessor : accessors_) {
+    if (!accessor->check(value, ctx)) {
+      fail_count_++;
+      return false;
+    }
+  }
+  return true;
+}
+
+std::unique_ptr<GuardManager> DictGuardManager::clone_node(RootGuardManager* root) const {
+  auto copy = std::make_unique<DictGuardManager>(root, source_, py::dict());
+  copy->guarded_type_ = guarded_type_;
+  copy->immutable_ = immutable_;
+  copy->dict_type_ = dict_type_;
+  copy->size_ = size_;
+  return copy;
+}
+
+}  // namespace dynamo_guards

@@ -1,0 +1,39 @@
+// Guards a dict whose key order matters: the dict keeps its exact type and
+// size, and the keys and values at chosen positions pass their managers.
+#pragma once
+
+#include <map>
+#include <utility>
+
+#include "torch/csrc/dynamo/guard_manager.h"
+
+namespace dynamo_guards {
+
+class DictGuardManager : public GuardManager {
+ public:
+  DictGuardManager(RootGuardManager* root, std::string source, py::handle example_value);
+
+  bool check(PyObject* value, CheckContext* ctx) override;
+
+  GuardManager* key_manager(py::object index, std::string source, py::handle example_value, const py::object& guard_manager_enum);
+  GuardManager* value_manager(py::object index, std::string source, py::handle example_value, const py::object& guard_manager_enum);
+
+  struct Entry {
+    std::unique_ptr<GuardManager> key;    // may be null
+    std::unique_ptr<GuardManager> value;  // may be null
+  };
+  const std::map<Py_ssize_t, Entry>& entries() const { return entries_; }
+
+ protected:
+  std::unique_ptr<GuardManager> clone_node(RootGuardManager* root) const override;
+
+ private:
+  Py_ssize_t checked_index(const py::object& index) const;
+
+  PyTypeObject* dict_type_;  // borrowed: guarded_type_ holds it
+  Py_ssize_t size_;
+  std::map<Py_ssize_t, Entry> entries_;  // ordered by position in the dict
+  friend class GuardManager;
+};
+
+}  // namespace dynamo_guards

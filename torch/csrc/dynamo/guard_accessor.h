@@ -1,0 +1,49 @@
+// An accessor reaches one child value from its parent's value and owns the
+// manager that guards that child.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+
+#include "torch/csrc/dynamo/check_context.h"
+
+namespace dynamo_guards {
+
+namespace py = pybind11;
+
+class GuardManager;
+
+class GuardAccessor {
+ public:
+  // `key` identifies the accessor among its parent's accessors (an attribute
+  // name, a dict key, an index; None for keyless ones).
+  GuardAccessor(py::object key, std::unique_ptr<GuardManager> child);
+  virtual ~GuardAccessor();
+  GuardAccessor(const GuardAccessor&) = delete;
+  GuardAccessor& operator=(const GuardAccessor&) = delete;
+
+  // Returns a new reference to the child value, or nullptr (with a Python
+  // error possibly set, which the caller discards) when it cannot be read.
+  virtual PyObject* access(PyObject* parent) = 0;
+  // The accessor's class name, as torch spells it.
+  virtual const char* kind() const = 0;
+  // "GetAttrGuardAccessor(training)"; cold.
+  virtual std::string repr() const;
+  // A new accessor of the same kind and key owning `child`.
+  virtual std::unique_ptr<GuardAccessor> clone_with(std::unique_ptr<GuardManager> child) const = 0;
+
+  // Reads the child value and evaluates its manager.
+  bool check(PyObject* parent, CheckContext* ctx);
+
+  bool matches(const char* kind, const py::object& key) const;
+  const py::object& key() const { return key_; }
+  GuardManager* child() const { return child_.get(); }
+
+ protected:
+  py::object key_;
+  std::unique_ptr<GuardManager> child_;
+};
+
+}  // namespace dynamo_guards

@@ -1,0 +1,188 @@
+#include "torch/csrc/dynamo/guard_manager.h"
+
+#include "torch/csrc/dynamo/dict_guard_manager.h"
+#include "torch/csrc/dynamo/py_ref.h"
+#include "torch/csrc/dynamo/relational_guards.h"
+#include "torch/csrc/dynamo/root_guard_manager.h"
+
+namespace dynamo_guards {
+
+ManagerKind manager_kind_from_python(const py::object& guard_manager_enum) {
+  py::object value = guard_manager_enum;
+  if (py::hasattr(value, "value") && !PyLong_Check(value.ptr())) {
+    value = value.attr("value");
+  }
+  if (!PyLong_Check(value.ptr())) {
+    throw py::type_error("guard_manager_enum must be a GuardManagerType or int");
+  }
+  long kind = PyLong_AsLong(value.ptr());
+  if (kind == static_cast<long>(ManagerKind::Plain)) {
+    return ManagerKind::Plain;
+  }
+  if (kind == static_cast<long>(ManagerKind::Dict)) {
+    return ManagerKind::Dict;
+  }
+  throw py::value_error("unknown guard_manager_enum value " + std::to_string(kind));
+}
+
+bool is_immutable_value(py::handle value) {
+  PyObject* v = value.ptr();
+  if (v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyComplex_CheckExact(v) ||
+      PyUnicode_CheckExact(v) || PyBytes_CheckExact(v)) {
+    return true;
+  }
+  if (PyTuple_CheckExact(v)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); ++i) {
+      if (!is_immutable_value(PyTuple_GET_ITEM(v, i))) {
+        return false;
+      }
+    }
+    return true;
+  }
+  static PyObject* tensor_type = [] {
+    PyObject* torch = PyImport_ImportModule("torch");
+    PyObject* t = torch != nullptr ? PyObject_GetAttrString(torch, "Tensor") : nullptr;
+    Py_XDECREF(torch);
+    PyErr_Clear();
+    return t;  // kept for the process lifetime
+  }();
+  return tensor_type != nullptr && PyObject_TypeCheck(v, reinterpret_cast<PyTypeObject*>(tensor_type));
+}
+
+GuardManager::GuardManager(RootGuardManager* root, std::string source, py::handle example_value)
+    : root_(root),
+      source_(std::move(source)),
+      guarded_type_(py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(Py_TYPE(example_value.ptr())))),
+      immutable_(is_immutable_value(example_value)) {}
+
+GuardManager::~GuardManager() = default;
+
+bool GuardManager::check(PyObject* value, CheckContext* ctx) {
+  for (const LeafGuardPtr& leaf : leaves_) {
+    if (!leaf->run(value, ctx)) {
+      fail_count_++;
+      return false;
+    }
+  }
+  for (const auto& accessor : accessors_) {
+    if (!accessor->check(value, ctx)) {
+      fail_count_++;
+      return false;
+    }
+  }
+  return true;
+}
+
+void GuardManager::add_leaf_guard(LeafGuardPtr guard) {
+  leaves_.push_back(std::move(guard));
+}
+
+bool GuardManager::has_relational_guard() const {
+  for (const LeafGuardPtr& leaf : leaves_) {
+    if (dynamic_cast<RelationalSlot*>(leaf.get()) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::unique_ptr<GuardManager> GuardManager::make_child(ManagerKind kind, std::string source, py::handle example_value) {
+  if (kind == ManagerKind::Dict) {
+    if (!PyDict_Check(example_value.ptr())) {
+      throw py::type_error(
+          "a DictGuardManager needs a dict example value, got " + std::string(Py_TYPE(example_value.ptr())->tp_name));
+    }
+    return std::make_unique<DictGuardManager>(root_, std::move(source), example_value);
+  }
+  return std::make_unique<GuardManager>(root_, std::move(source), example_value);
+}
+
+std::unique_ptr<GuardManager> GuardManager::clone_node(RootGuardManager* root) const {
+  auto copy = std::make_unique<GuardManager>(root, source_, py::none());
+  copy->guarded_type_ = guarded_type_;
+  copy->immutable_ = immutable_;
+  return copy;
+}
+
+void GuardManager::clone_contents_into(GuardManager& copy, RootGuardManager* root, const py::object& keep) const {
+  for (const LeafGuardPtr& leaf : leaves_) {
+    if (dynamic_cast<RelationalSlot*>(leaf.get()) == nullptr) {
+      copy.leaves_.push_back(leaf);
+    }
+  }
+  for (const auto& accessor : accessors_) {
+    std::unique_ptr<GuardManager> child = accessor->child()->clone(root, keep);
+    if (child) {
+      copy.accessors_.push_back(accessor->clone_with(std::move(child)));
+    }
+  }
+}
+
+std::unique_ptr<GuardManager> GuardManager::clone(RootGuardManager* root, const py::object& keep) const {
+  py::object verdict = keep(py::cast(this, py::return_value_policy::reference));
+  if (!PyObject_IsTrue(verdict.ptr())) {
+    return nullptr;
+  }
+  std::unique_ptr<GuardManager> copy = clone_node(root);
+  clone_contents_into(*copy, root, keep);
+  if (auto* dict_src = dynamic_cast<const DictGuardManager*>(this)) {
+    auto* dict_copy = static_cast<DictGuardManager*>(copy.get());
+    for (const auto& [index, entry] : dict_src->entries_) {
+      DictGuardManager::Entry e;
+      if (entry.key) {
+        e.key = entry.key->clone(root, keep);
+      }
+      if (entry.value) {
+        e.value = entry.value->clone(root, keep);
+      }
+      if (e.key || e.value) {
+        dict_copy->entries_.emplace(index, std::move(e));
+      }
+    }
+  }
+  return copy;
+}
+
+GuardAccessor::GuardAccessor(py::object key, std::unique_ptr<GuardManager> child)
+    : key_(std::move(key)), child_(std::move(child)) {}
+
+GuardAccessor::~GuardAccessor() = default;
+
+std::string GuardAccessor::repr() const {
+  if (key_.is_none()) {
+    return kind();
+  }
+  return std::string(kind()) + "(" + py::repr(key_).cast<std::string>() + ")";
+}
+
+bool GuardAccessor::matches(const char* kind, const py::object& key) const {
+  if (std::string(kind) != this->kind()) {
+    return false;
+  }
+  if (key_.ptr() == key.ptr()) {
+    return true;
+  }
+  if (Py_TYPE(key_.ptr()) != Py_TYPE(key.ptr())) {
+    return false;
+  }
+  int eq = PyObject_RichCompareBool(key_.ptr(), key.ptr(), Py_EQ);
+  if (eq < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  return eq == 1;
+}
+
+bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
+  OwnedRef child_value(access(parent));
+  if (!child_value) {
+    discard_python_error();
+    if (ctx != nullptr) {
+      ctx->record_failure(repr() + " failed on source " + child_->source());
+    }
+    return false;
+  }
+  return child_->check(child_value.get(), ctx);
+}
+
+}  // namespace dynamo_guards

@@ -1,0 +1,92 @@
+// A guard manager is one node of the guard tree: the leaf guards on its value
+// and the accessors that reach child values, each owning a child manager.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "torch/csrc/dynamo/guard_accessor.h"
+#include "torch/csrc/dynamo/leaf_guard.h"
+
+namespace dynamo_guards {
+
+namespace py = pybind11;
+
+class RootGuardManager;
+
+// The builder's GuardManagerType: which manager guards a child value.
+enum class ManagerKind { Plain = 1, Dict = 2 };
+ManagerKind manager_kind_from_python(const py::object& guard_manager_enum);
+
+class GuardManager {
+ public:
+  GuardManager(RootGuardManager* root, std::string source, py::handle example_value);
+  virtual ~GuardManager();
+  GuardManager(const GuardManager&) = delete;
+  GuardManager& operator=(const GuardManager&) = delete;
+
+  // Leaves first, then children in insertion order. `value` is borrowed.
+  virtual bool check(PyObject* value, CheckContext* ctx);
+
+  void add_leaf_guard(LeafGuardPtr guard);
+
+  // The child manager behind accessor `Accessor` with this key, created on
+  // first request: asking twice for the same attribute returns one node.
+  template <typename Accessor, typename... Extra>
+  GuardManager* child_manager(
+      py::object key,
+      std::string source,
+      py::handle example_value,
+      const py::object& guard_manager_enum,
+      Extra&&... extra) {
+    for (const auto& acc : accessors_) {
+      if (acc->matches(Accessor::kKind, key)) {
+        return acc->child();
+      }
+    }
+    std::unique_ptr<GuardManager> child =
+        make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+    accessors_.push_back(std::make_unique<Accessor>(std::move(key), std::move(child), std::forward<Extra>(extra)...));
+    return accessors_.back()->child();
+  }
+
+  // Deep copy of the subtree whose managers `keep(manager)` accepts; leaves
+  // are shared with the original, relational slots are dropped.
+  std::unique_ptr<GuardManager> clone(RootGuardManager* root, const py::object& keep) const;
+
+  const std::string& source() const { return source_; }
+  const py::object& type_of_guarded_value() const { return guarded_type_; }
+  int64_t fail_count() const { return fail_count_; }
+  bool is_guarded_value_immutable() const { return immutable_; }
+  const std::vector<LeafGuardPtr>& leaf_guards() const { return leaves_; }
+  const std::vector<std::unique_ptr<GuardAccessor>>& accessors() const { return accessors_; }
+  bool has_relational_guard() const;
+  RootGuardManager* root() const { return root_; }
+
+  // Flags the builder's tag-safety pass sets; kept for introspection.
+  bool tag_safe = false;
+  bool tag_safe_root = false;
+
+ protected:
+  std::unique_ptr<GuardManager> make_child(ManagerKind kind, std::string source, py::handle example_value);
+  virtual std::unique_ptr<GuardManager> clone_node(RootGuardManager* root) const;
+  void clone_contents_into(GuardManager& copy, RootGuardManager* root, const py::object& keep) const;
+
+  RootGuardManager* root_;  // not owned; outlives every node of its tree
+  std::string source_;
+  py::object guarded_type_;  // type(example_value)
+  bool immutable_;
+  int64_t fail_count_ = 0;
+  std::vector<LeafGuardPtr> leaves_;
+  std::vector<std::unique_ptr<GuardAccessor>> accessors_;
+};
+
+// True for values that cannot be mutated in place (None, bool, int, float,
+// complex, str, bytes, tensors by torch's convention, tuples/frozensets of
+// such).
+bool is_immutable_value(py::handle value);
+
+}  // namespace dynamo_guards

@@ -1,0 +1,67 @@
+// A leaf guard checks one property of one value. Leaves are shared
+// (std::shared_ptr) because cloning a tree for the diff guard manager and
+// relational guards installed on several managers reuse the same leaf.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+
+#include "torch/csrc/dynamo/check_context.h"
+
+namespace dynamo_guards {
+
+namespace py = pybind11;
+
+// How a kind of guard is evaluated, for the README's coverage table.
+enum class Evaluation { Native, PythonCallable };
+
+class LeafGuard {
+ public:
+  LeafGuard(py::object verbose_code_parts, py::object user_stack);
+  virtual ~LeafGuard();
+  LeafGuard(const LeafGuard&) = delete;
+  LeafGuard& operator=(const LeafGuard&) = delete;
+
+  // `value` is borrowed. Returns false on mismatch; never leaves a Python
+  // error set.
+  virtual bool check(PyObject* value) = 0;
+
+  // Out-of-line, cold: the explanation recorded when check() failed. The
+  // default reports the guard's own code parts; guards with a more precise
+  // story (tensor mismatches) override it.
+  virtual void explain_failure(PyObject* value, CheckContext& ctx);
+
+  // True when the guarded value cannot change without failing this guard
+  // chain (used only for introspection, as in torch).
+  virtual const char* kind() const = 0;
+
+  // The one evaluation entry point for managers: fast when ctx is null.
+  bool run(PyObject* value, CheckContext* ctx) {
+    if (ctx != nullptr) {
+      ctx->num_guards_executed++;
+    }
+    if (check(value)) {
+      return true;
+    }
+    if (ctx != nullptr) {
+      explain_failure(value, *ctx);
+    }
+    return false;
+  }
+
+  const py::list& verbose_code_parts() const { return verbose_code_parts_; }
+  const py::object& user_stack() const { return user_stack_; }
+
+ protected:
+  py::list verbose_code_parts_;
+  py::object user_stack_;
+};
+
+using LeafGuardPtr = std::shared_ptr<LeafGuard>;
+
+// Validates that a builder argument is a list of strings; raises TypeError.
+py::list checked_code_parts(const py::object& parts);
+
+}  // namespace dynamo_guards

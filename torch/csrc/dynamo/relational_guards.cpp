@@ -1,0 +1,126 @@
+#include "torch/csrc/dynamo/relational_guards.h"
+
+#include <algorithm>
+
+namespace dynamo_guards {
+
+RelationalState::RelationalState(size_t num_slots, py::list parts, py::object stack)
+    : slots_(num_slots), parts_(checked_code_parts(parts)), stack_(std::move(stack)) {}
+
+RelationalState::~RelationalState() = default;
+
+void RelationalState::reset() {
+  for (OwnedRef& slot : slots_) {
+    slot = OwnedRef();
+  }
+}
+
+py::list RelationalState::describe_failure() {
+  return parts_;
+}
+
+bool RelationalState::verify(CheckContext* ctx) {
+  if (ctx != nullptr) {
+    ctx->num_guards_executed++;
+  }
+  for (const OwnedRef& slot : slots_) {
+    if (!slot) {
+      // A participating manager was not reached: nothing to relate. The
+      // tree itself decides the verdict in that case.
+      return true;
+    }
+  }
+  if (holds()) {
+    return true;
+  }
+  if (ctx != nullptr) {
+    ctx->record_failure(describe_failure(), stack_);
+  }
+  return false;
+}
+
+RelationalSlot::RelationalSlot(std::shared_ptr<RelationalState> state, size_t slot)
+    : LeafGuard(state->verbose_code_parts(), state->user_stack()), state_(std::move(state)), slot_(slot) {}
+
+bool NoTensorAliasing::holds() {
+  std::vector<PyObject*> seen;
+  seen.reserve(slots_.size());
+  for (const OwnedRef& slot : slots_) {
+    seen.push_back(slot.get());
+  }
+  std::sort(seen.begin(), seen.end());
+  return std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+}
+
+py::list NoTensorAliasing::describe_failure() {
+  py::list parts;
+  parts.append(py::str("Duplicate tensor found where not expected!"));
+  return parts;
+}
+
+bool ObjectAliasing::holds() {
+  return slots_.size() == 2 && slots_[0].get() == slots_[1].get();
+}
+
+StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, py::list parts, py::object stack)
+    : RelationalState(num_overlapping + num_non_overlapping, std::move(parts), std::move(stack)),
+      num_overlapping_(num_overlapping) {
+  predicate_ = py::module_::import("dynamo_guards._python_checks").attr("storage_overlapping")(num_overlapping_);
+}
+
+bool StorageOverlapping::holds() {
+  py::list tensors;
+  for (const OwnedRef& slot : slots_) {
+    tensors.append(py::handle(slot.get()));
+  }
+  PyObject* result = PyObject_CallOneArg(predicate_.ptr(), tensors.ptr());
+  if (result == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool ok = result == Py_True;
+  Py_DECREF(result);
+  return ok;
+}
+
+SymbolicShapeGuard::SymbolicShapeGuard(
+    size_t num_ints,
+    size_t num_floats,
+    uintptr_t fn,
+    py::object keep_alive,
+    py::list parts,
+    py::object stack)
+    : RelationalState(num_ints + num_floats, std::move(parts), std::move(stack)),
+      num_ints_(num_ints),
+      fn_(reinterpret_cast<GuardFn>(fn)),
+      keep_alive_(std::move(keep_alive)),
+      ints_(num_ints),
+      floats_(num_floats) {
+  if (fn_ == nullptr) {
+    throw py::value_error("symbolic shape guard function pointer is null");
+  }
+}
+
+bool SymbolicShapeGuard::holds() {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    PyObject* v = slots_[i].get();
+    if (i < num_ints_) {
+      if (!PyLong_Check(v)) {
+        return false;
+      }
+      ints_[i] = PyLong_AsLongLong(v);
+    } else {
+      if (!PyFloat_Check(v) && !PyLong_Check(v)) {
+        return false;
+      }
+      floats_[i - num_ints_] = PyFloat_AsDouble(v);
+    }
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return fn_(ints_.data(), floats_.data()) != 0;
+}
+
+}  // namespace dynamo_guards

@@ -1,0 +1,109 @@
+// Relational guards relate values reached by several managers of one tree
+// (no two inputs alias, two sources are the same object, a set of tensors
+// overlaps in storage exactly as at compile time, the symbolic shape
+// relations hold). Each participating manager holds a RelationalSlot leaf
+// that records its value during an evaluation; the root verifies every
+// relation once the tree has passed and then clears the recorded values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "torch/csrc/dynamo/leaf_guard.h"
+#include "torch/csrc/dynamo/py_ref.h"
+
+namespace dynamo_guards {
+
+class RelationalState {
+ public:
+  RelationalState(size_t num_slots, py::list parts, py::object stack);
+  virtual ~RelationalState();
+  virtual const char* kind() const = 0;
+  // Checks the relation over the recorded values; all slots are filled when
+  // the tree passed.
+  bool verify(CheckContext* ctx);
+  void record(size_t slot, PyObject* value) { slots_[slot] = OwnedRef::from_borrowed(value); }
+  void reset();
+  const py::list& verbose_code_parts() const { return parts_; }
+  const py::object& user_stack() const { return stack_; }
+
+ protected:
+  virtual bool holds() = 0;
+  // The failure text; defaults to the code parts.
+  virtual py::list describe_failure();
+  std::vector<OwnedRef> slots_;
+  py::list parts_;
+  py::object stack_;
+};
+
+// The leaf a participating manager holds: records the value, never fails.
+class RelationalSlot : public LeafGuard {
+ public:
+  RelationalSlot(std::shared_ptr<RelationalState> state, size_t slot);
+  bool check(PyObject* value) override {
+    state_->record(slot_, value);
+    return true;
+  }
+  const char* kind() const override { return state_->kind(); }
+  const std::shared_ptr<RelationalState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<RelationalState> state_;
+  size_t slot_;
+};
+
+class NoTensorAliasing : public RelationalState {
+ public:
+  using RelationalState::RelationalState;
+  const char* kind() const override { return "NO_TENSOR_ALIASING"; }
+
+ protected:
+  bool holds() override;
+  py::list describe_failure() override;
+};
+
+class ObjectAliasing : public RelationalState {
+ public:
+  using RelationalState::RelationalState;
+  const char* kind() const override { return "OBJECT_ALIASING"; }
+
+ protected:
+  bool holds() override;
+};
+
+// Storage overlap is decided by torch's own compute_overlapping_tensors
+// (a Python callable): the "python" row of the coverage table.
+class StorageOverlapping : public RelationalState {
+ public:
+  StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, py::list parts, py::object stack);
+  const char* kind() const override { return "STORAGE_OVERLAPPING"; }
+
+ protected:
+  bool holds() override;
+
+ private:
+  size_t num_overlapping_;
+  py::object predicate_;
+};
+
+// The shape-environment guards compiled to a C function by inductor:
+// int8_t guard(int64_t* ints, double* floats). The first num_ints slots are
+// ints, the rest floats.
+class SymbolicShapeGuard : public RelationalState {
+ public:
+  using GuardFn = int8_t (*)(int64_t*, double*);
+  SymbolicShapeGuard(size_t num_ints, size_t num_floats, uintptr_t fn, py::object keep_alive, py::list parts, py::object stack);
+  const char* kind() const override { return "SYMBOLIC_SHAPE_GUARD"; }
+
+ protected:
+  bool holds() override;
+
+ private:
+  size_t num_ints_;
+  GuardFn fn_;
+  py::object keep_alive_;  // the loaded library that owns fn_
+  std::vector<int64_t> ints_;
+  std::vector<double> floats_;
+};
+
+}  // namespace dynamo_guards

@@ -1,0 +1,168 @@
+#include "torch/csrc/dynamo/value_guards.h"
+
+#include <cmath>
+
+namespace dynamo_guards {
+
+uintptr_t checked_object_id(const py::object& obj, const char* what) {
+  if (!PyLong_CheckExact(obj.ptr())) {
+    throw py::type_error(std::string(what) + " must be an int (an id()), got " + Py_TYPE(obj.ptr())->tp_name);
+  }
+  unsigned long long id = PyLong_AsUnsignedLongLong(obj.ptr());
+  if (PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  return static_cast<uintptr_t>(id);
+}
+
+Py_ssize_t checked_length(const py::object& obj, const char* what) {
+  if (!PyLong_Check(obj.ptr())) {
+    throw py::type_error(std::string(what) + " must be an int, got " + Py_TYPE(obj.ptr())->tp_name);
+  }
+  Py_ssize_t n = PyLong_AsSsize_t(obj.ptr());
+  if (PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  if (n < 0) {
+    throw py::value_error(std::string(what) + " must not be negative");
+  }
+  return n;
+}
+
+TYPE_MATCH::TYPE_MATCH(py::object type_id, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), type_id_(checked_object_id(type_id, "type_id")) {}
+
+ID_MATCH::ID_MATCH(py::object obj_id, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), id_(checked_object_id(obj_id, "id_val")) {}
+
+// A list, dict or set constant is copied (shallowly): comparing against the
+// caller's own object would pass by identity after an in-place mutation.
+static py::object snapshot_mutable_container(const py::object& value) {
+  PyObject* v = value.ptr();
+  if (PyList_CheckExact(v)) {
+    return py::reinterpret_steal<py::object>(PySequence_List(v));
+  }
+  if (PyDict_CheckExact(v)) {
+    return py::reinterpret_steal<py::object>(PyDict_Copy(v));
+  }
+  if (PySet_CheckExact(v)) {
+    return py::reinterpret_steal<py::object>(PySet_New(v));
+  }
+  return value;
+}
+
+EQUALS_MATCH::EQUALS_MATCH(py::object expected, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)),
+      expected_(snapshot_mutable_container(expected)),
+      expected_type_(Py_TYPE(expected.ptr())) {}
+
+bool EQUALS_MATCH::check(PyObject* value) {
+  if (Py_TYPE(value) != expected_type_) {
+    return false;
+  }
+  // Identity short-circuits inside RichCompareBool, as in the Python
+  // expression `value == expected` evaluated by CPython's `==` on containers.
+  int eq = PyObject_RichCompareBool(value, expected_.ptr(), Py_EQ);
+  if (eq < 0) {
+    discard_python_error();
+    return false;
+  }
+  return eq == 1;
+}
+
+SingletonGuard::SingletonGuard(Want want, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), want_(want) {}
+
+bool SingletonGuard::check(PyObject* value) {
+  switch (want_) {
+    case Want::IsNone:
+      return value == Py_None;
+    case Want::IsNotNone:
+      return value != Py_None;
+    case Want::IsTrue:
+      return value == Py_True;
+    case Want::IsFalse:
+      return value == Py_False;
+  }
+  return false;
+}
+
+const char* SingletonGuard::kind() const {
+  switch (want_) {
+    case Want::IsNone:
+      return "NONE_MATCH";
+    case Want::IsNotNone:
+      return "NOT_NONE";
+    case Want::IsTrue:
+      return "TRUE_MATCH";
+    case Want::IsFalse:
+      return "FALSE_MATCH";
+  }
+  return "?";
+}
+
+LENGTH_CHECK::LENGTH_CHECK(py::object length, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), length_(checked_length(length, "length")) {}
+
+bool LENGTH_CHECK::check(PyObject* value) {
+  Py_ssize_t n = PyObject_Length(value);
+  if (n < 0) {
+    discard_python_error();
+    return false;
+  }
+  return n == length_;
+}
+
+DICT_LENGTH::DICT_LENGTH(py::object length, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), length_(checked_length(length, "length")) {}
+
+TUPLE_ITERATOR_LEN::TUPLE_ITERATOR_LEN(py::object length, py::object type_id, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)),
+      length_(checked_length(length, "length")),
+      type_id_(checked_object_id(type_id, "type_id")) {}
+
+bool TUPLE_ITERATOR_LEN::check(PyObject* value) {
+  if (reinterpret_cast<uintptr_t>(Py_TYPE(value)) != type_id_) {
+    return false;
+  }
+  Py_ssize_t n = PyObject_LengthHint(value, -1);
+  if (n < 0) {
+    discard_python_error();
+    return false;
+  }
+  return n == length_;
+}
+
+bool FLOAT_IS_NAN::check(PyObject* value) {
+  return PyFloat_CheckExact(value) && std::isnan(PyFloat_AS_DOUBLE(value));
+}
+
+bool COMPLEX_IS_NAN::check(PyObject* value) {
+  if (!PyComplex_CheckExact(value)) {
+    return false;
+  }
+  Py_complex c = PyComplex_AsCComplex(value);
+  return std::isnan(c.real) || std::isnan(c.imag);
+}
+
+DEFAULT_DEVICE::DEFAULT_DEVICE(py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), name_("CURRENT_DEVICE") {
+  module_dict_ = py::module_::import("torch.utils._device").attr("__dict__");
+  expected_ = module_dict_[name_];
+}
+
+bool DEFAULT_DEVICE::check(PyObject* /*value*/) {
+  PyObject* current = PyDict_GetItemWithError(module_dict_.ptr(), name_.ptr());  // borrowed
+  if (current == nullptr) {
+    discard_python_error();
+    return false;
+  }
+  int eq = PyObject_RichCompareBool(current, expected_.ptr(), Py_EQ);
+  if (eq < 0) {
+    discard_python_error();
+    return false;
+  }
+  return eq == 1;
+}
+
+}  // namespace dynamo_guards

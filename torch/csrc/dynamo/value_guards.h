@@ -1,0 +1,144 @@
+// Leaf guards on a single Python value: its type, identity, equality,
+// singleton-ness, length and a few scalar predicates.
+#pragma once
+
+#include "torch/csrc/dynamo/leaf_guard.h"
+
+namespace dynamo_guards {
+
+// type(value) is the type whose id() was taken at build time. Holds no
+// reference to the type (stock torch keeps only the id, with a weakref
+// finalizer owned by the builder).
+class TYPE_MATCH : public LeafGuard {
+ public:
+  TYPE_MATCH(py::object type_id, py::object parts, py::object stack);
+  bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(Py_TYPE(value)) == type_id_; }
+  const char* kind() const override { return "TYPE_MATCH"; }
+  uintptr_t type_id() const { return type_id_; }
+
+ private:
+  uintptr_t type_id_;
+};
+
+// value is the object whose id() was taken at build time; no reference held.
+class ID_MATCH : public LeafGuard {
+ public:
+  ID_MATCH(py::object obj_id, py::object parts, py::object stack);
+  bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(value) == id_; }
+  const char* kind() const override { return "ID_MATCH"; }
+
+ private:
+  uintptr_t id_;
+};
+
+// type(value) is type(expected) and value == expected. Keeps a strong
+// reference to `expected`, a constant captured at compile time.
+class EQUALS_MATCH : public LeafGuard {
+ public:
+  EQUALS_MATCH(py::object expected, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "EQUALS_MATCH"; }
+
+ private:
+  py::object expected_;
+  PyTypeObject* expected_type_;  // borrowed: kept alive by expected_
+};
+
+// value is a given singleton (None, True or False) or is not None.
+class SingletonGuard : public LeafGuard {
+ public:
+  enum class Want { IsNone, IsNotNone, IsTrue, IsFalse };
+  SingletonGuard(Want want, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override;
+
+ private:
+  Want want_;
+};
+
+class NONE_MATCH : public SingletonGuard {
+ public:
+  NONE_MATCH(py::object parts, py::object stack) : SingletonGuard(Want::IsNone, std::move(parts), std::move(stack)) {}
+};
+class NOT_NONE : public SingletonGuard {
+ public:
+  NOT_NONE(py::object parts, py::object stack) : SingletonGuard(Want::IsNotNone, std::move(parts), std::move(stack)) {}
+};
+class TRUE_MATCH : public SingletonGuard {
+ public:
+  TRUE_MATCH(py::object parts, py::object stack) : SingletonGuard(Want::IsTrue, std::move(parts), std::move(stack)) {}
+};
+class FALSE_MATCH : public SingletonGuard {
+ public:
+  FALSE_MATCH(py::object parts, py::object stack) : SingletonGuard(Want::IsFalse, std::move(parts), std::move(stack)) {}
+};
+
+// len(value) == length, for any sequence.
+class LENGTH_CHECK : public LeafGuard {
+ public:
+  LENGTH_CHECK(py::object length, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "LENGTH_CHECK"; }
+
+ private:
+  Py_ssize_t length_;
+};
+
+// value is a dict (or subclass) of the given length.
+class DICT_LENGTH : public LeafGuard {
+ public:
+  DICT_LENGTH(py::object length, py::object parts, py::object stack);
+  bool check(PyObject* value) override { return PyDict_Check(value) && PyDict_GET_SIZE(value) == length_; }
+  const char* kind() const override { return "DICT_LENGTH"; }
+
+ private:
+  Py_ssize_t length_;
+};
+
+// type(value) matches and operator.length_hint(value) == length: the number
+// of items a tuple iterator has left.
+class TUPLE_ITERATOR_LEN : public LeafGuard {
+ public:
+  TUPLE_ITERATOR_LEN(py::object length, py::object type_id, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "TUPLE_ITERATOR_LEN"; }
+
+ private:
+  Py_ssize_t length_;
+  uintptr_t type_id_;
+};
+
+// value is a float NaN / a complex with a NaN part.
+class FLOAT_IS_NAN : public LeafGuard {
+ public:
+  using LeafGuard::LeafGuard;
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "FLOAT_IS_NAN"; }
+};
+class COMPLEX_IS_NAN : public LeafGuard {
+ public:
+  using LeafGuard::LeafGuard;
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "COMPLEX_IS_NAN"; }
+};
+
+// torch.utils._device.CURRENT_DEVICE still equals its value at build time.
+// The module dict is read directly; the guard holds a reference to it.
+class DEFAULT_DEVICE : public LeafGuard {
+ public:
+  DEFAULT_DEVICE(py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "DEFAULT_DEVICE"; }
+
+ private:
+  py::dict module_dict_;
+  py::str name_;
+  py::object expected_;
+};
+
+// Reads a Python int argument as an id()/address; raises TypeError otherwise.
+uintptr_t checked_object_id(const py::object& obj, const char* what);
+// Reads a non-negative Python int as a length; raises TypeError/ValueError.
+Py_ssize_t checked_length(const py::object& obj, const char* what);
+
+}  // namespace dynamo_guards
