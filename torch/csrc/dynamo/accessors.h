@@ -30,7 +30,13 @@ class KeyedAccessor : public GuardAccessor {
 // f_locals[name]; the root's value is the frame's locals dict.
 DYNAMO_GUARDS_ACCESSOR(FrameLocalsGuardAccessor);
 // The globals dict captured at build time (key); ignores the parent.
-DYNAMO_GUARDS_ACCESSOR(GlobalsGuardAccessor);
+class GlobalsGuardAccessor : public KeyedAccessor<GlobalsGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "GlobalsGuardAccessor";
+  GlobalsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  std::string repr() const override { return kKind; }
+};
 // dict.__getitem__ without calling an overridden __getitem__.
 DYNAMO_GUARDS_ACCESSOR(DictGetItemGuardAccessor);
 // parent[key] through the full protocol.

@@ -77,11 +77,9 @@ bool DictGuardManager::check(PyObject* value, CheckContext* ctx) {
       return false;
     }
   }
-  for (const auto& accessor : accessors_) {
-    if (!accessor->check(value, ctx)) {
-      fail_count_++;
-      return false;
-    }
+  if (!check_accessors(value, ctx)) {
+    fail_count_++;
+    return false;
   }
   return true;
 }

@@ -159,7 +159,8 @@ bool TENSOR_MATCH::check(PyObject* value) {
 std::string TENSOR_MATCH::mismatch(PyObject* value) const {
   std::ostringstream out;
   if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != pytype_.ptr() || !THPVariable_Check(value)) {
-    out << "expected type of '" << tensor_name_ << "' to be a tensor type, ' but found " << Py_TYPE(value)->tp_name;
+    out << "expected type of '" << tensor_name_ << "' to be a tensor type, ' but found "
+        << py::repr(reinterpret_cast<PyObject*>(Py_TYPE(value))).cast<std::string>();
     return out.str();
   }
   const at::Tensor& t = THPVariable_Unpack(value);
@@ -217,9 +218,8 @@ void TENSOR_MATCH::explain_failure(PyObject* value, CheckContext& ctx) {
     LeafGuard::explain_failure(value, ctx);
     return;
   }
-  py::list parts;
-  parts.append(py::str(reason));
-  ctx.record_failure(std::move(parts), user_stack_);
+  // A specific mismatch carries no user stack, as in torch's reports.
+  ctx.record_failure(reason);
 }
 
 }  // namespace dynamo_guards

@@ -1,0 +1,28 @@
+# The two entry points. Both create .venv with the machine's python3 if it is
+# missing, install torch==2.13.0 (the CPU wheel pip finds on disk), the other
+# dependencies and this project (building the C++ engine), then run.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.dynamo_guards_installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: bench test setup
+
+bench: $(STAMP)
+	$(PY) benchmarks/dynamo/guard_overhead.py --plot benchmarks/dynamo/results/guard_overhead.png --json benchmarks/dynamo/results/guard_overhead.json
+
+test: $(STAMP)
+	$(PY) -m pytest test/dynamo -q -p no:cacheprovider
+
+setup: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml setup.py CMakeLists.txt $(wildcard torch/csrc/dynamo/*)
+	$(PY) -m pip install --quiet torch==2.13.0 "setuptools>=64" wheel cmake ninja pytest expecttest hypothesis transformers matplotlib
+	$(PY) -m pip install --quiet --no-build-isolation -e .
+	touch $(STAMP)

@@ -1,0 +1,127 @@
+"""Wiring the engine into torch 2.13's Dynamo.
+
+torch/_dynamo/guards.py looks several module-level names up at call time:
+``GuardManagerWrapper`` (built once per compiled frame), ``DictGuardManager``
+(the builder's isinstance checks) and the ``install_*_guard`` functions for
+relational guards. ``install()`` wraps ``CheckFunctionManager.__init__`` so
+that, while one frame's guards are built, those names refer to this engine.
+Outside that window the names are torch's, so anything else in torch that
+uses them is unaffected.
+
+A frame the engine cannot take falls back to stock torch for that frame,
+with one log line saying why: frames whose guards are serialized
+(precompile / ``save_guards``), and any frame whose build raised in the
+engine (the build is then repeated with stock torch, which raises again if
+the error was not the engine's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from typing import Any, Callable, Iterator
+
+import torch._dynamo.config
+import torch._dynamo.guards as stock_guards
+
+from dynamo_guards import _C
+from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
+
+log = logging.getLogger("dynamo_guards")
+
+_ENGINE_NAMES: dict[str, Any] = {
+    "GuardManagerWrapper": ForkGuardManagerWrapper,
+    "DictGuardManager": _C.DictGuardManager,
+    "install_no_tensor_aliasing_guard": _C.install_no_tensor_aliasing_guard,
+    "install_object_aliasing_guard": _C.install_object_aliasing_guard,
+    "install_storage_overlapping_guard": _C.install_storage_overlapping_guard,
+    "install_symbolic_shape_guard": _C.install_symbolic_shape_guard,
+}
+
+_original_init: Callable[..., None] | None = None
+
+
+@contextlib.contextmanager
+def _engine_names_in_torch() -> Iterator[None]:
+    saved = {name: getattr(stock_guards, name) for name in _ENGINE_NAMES}
+    for name, value in _ENGINE_NAMES.items():
+        setattr(stock_guards, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(stock_guards, name, value)
+
+
+def _stock_fallback_reason(kwargs: dict[str, Any]) -> str | None:
+    if kwargs.get("save_guards"):
+        return "guards of this frame are serialized (save_guards), which needs torch's own guard tree"
+    if torch._dynamo.config.caching_precompile:
+        return "caching_precompile serializes guards, which needs torch's own guard tree"
+    return None
+
+
+def _frame_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    code = kwargs.get("f_code", args[0] if args else None)
+    return getattr(code, "co_name", "<unknown frame>")
+
+
+def _check_function_manager_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    assert _original_init is not None
+    reason = _stock_fallback_reason(kwargs)
+    if reason is not None:
+        log.info("dynamo_guards: stock guards for frame %s: %s", _frame_name(args, kwargs), reason)
+        _original_init(self, *args, **kwargs)
+        return
+    try:
+        with _engine_names_in_torch():
+            _original_init(self, *args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - any engine failure falls back to stock
+        log.warning(
+            "dynamo_guards: stock guards for frame %s: the engine could not build them (%s: %s)",
+            _frame_name(args, kwargs),
+            type(e).__name__,
+            e,
+        )
+        _original_init(self, *args, **kwargs)
+
+
+def install() -> None:
+    """Guard every frame torch.compile compiles from now on with this engine.
+
+    Frames compiled before the call keep their stock guards. Idempotent.
+    """
+    global _original_init
+    if _original_init is not None:
+        return
+    _original_init = stock_guards.CheckFunctionManager.__init__
+    wrapped = functools.wraps(_original_init)(_check_function_manager_init)
+    stock_guards.CheckFunctionManager.__init__ = wrapped  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """Back to stock torch for frames compiled from now on. Frames already
+    compiled keep the engine that guards them. Idempotent."""
+    global _original_init
+    if _original_init is None:
+        return
+    stock_guards.CheckFunctionManager.__init__ = _original_init  # type: ignore[method-assign]
+    _original_init = None
+
+
+def is_installed() -> bool:
+    return _original_init is not None
+
+
+@contextlib.contextmanager
+def enabled() -> Iterator[None]:
+    """``with dynamo_guards.enabled():`` installs the engine for the block and
+    restores the previous state after it."""
+    was_installed = is_installed()
+    install()
+    try:
+        yield
+    finally:
+        if not was_installed:
+            uninstall()
