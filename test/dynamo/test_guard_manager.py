@@ -1,0 +1,444 @@
+"""Engine API tests: every leaf guard and accessor built straight from Python
+(pass/fail pairs, tree shape, failure text, bad arguments)."""
+
+# Owner(s): ["module: dynamo"]
+from __future__ import annotations
+
+import re
+import weakref
+from pathlib import Path
+
+import torch
+from torch._dynamo.guards import GuardManagerType
+from torch._dynamo.test_case import run_tests, TestCase
+
+import dynamo_guards
+from dynamo_guards import _C as guards
+
+PLAIN = GuardManagerType.GUARD_MANAGER
+DICT = GuardManagerType.DICT_GUARD_MANAGER
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def id_type(x: object) -> int:
+    return id(type(x))
+
+
+class Pair:
+    def __init__(self, a: object, b: object) -> None:
+        self.a = a
+        self.b = b
+
+
+class LeafGuardTests(TestCase):
+    def test_type_match(self):
+        guard = guards.TYPE_MATCH(id_type(5), ["type(x) == int"])
+        self.assertTrue(guard(5))
+        self.assertFalse(guard(4.0))
+        self.assertFalse(guard(True))
+        self.assertEqual(guard.verbose_code_parts(), ["type(x) == int"])
+
+    def test_id_match(self):
+        obj = object()
+        guard = guards.ID_MATCH(id(obj), ["x is obj"])
+        self.assertTrue(guard(obj))
+        self.assertFalse(guard(object()))
+
+    def test_equals_match(self):
+        guard = guards.EQUALS_MATCH(5, ["x == 5"])
+        self.assertTrue(guard(5))
+        self.assertFalse(guard(6))
+        self.assertFalse(guard(5.0))  # same value, different type
+
+    def test_equals_match_list_mutated_in_place(self):
+        constant = [1, 2]
+        guard = guards.EQUALS_MATCH(constant, ["x == [1, 2]"])
+        self.assertTrue(guard(constant))
+        constant.append(3)
+        self.assertFalse(guard(constant))
+
+    def test_equals_match_raising_eq_is_a_failure(self):
+        class Bad:
+            def __eq__(self, other):
+                raise RuntimeError("boom")
+
+            __hash__ = object.__hash__
+
+        guard = guards.EQUALS_MATCH(Bad(), ["x == bad"])
+        self.assertFalse(guard(Bad()))
+
+    def test_singletons(self):
+        self.assertTrue(guards.NONE_MATCH(["x is None"])(None))
+        self.assertFalse(guards.NONE_MATCH(["x is None"])(0))
+        self.assertTrue(guards.NOT_NONE(["x is not None"])(0))
+        self.assertFalse(guards.NOT_NONE(["x is not None"])(None))
+        self.assertTrue(guards.TRUE_MATCH(["x is True"])(True))
+        self.assertFalse(guards.TRUE_MATCH(["x is True"])(1))
+        self.assertTrue(guards.FALSE_MATCH(["x is False"])(False))
+        self.assertFalse(guards.FALSE_MATCH(["x is False"])(0))
+
+    def test_length_check(self):
+        guard = guards.LENGTH_CHECK(2, ["len(x) == 2"])
+        self.assertTrue(guard([1, 2]))
+        self.assertTrue(guard((1, 2)))
+        self.assertFalse(guard([1]))
+        self.assertFalse(guard(5))  # no len(): a failure, not an exception
+
+    def test_dict_length(self):
+        guard = guards.DICT_LENGTH(1, ["len(x) == 1"])
+        self.assertTrue(guard({"a": 1}))
+        self.assertFalse(guard({}))
+        self.assertFalse(guard([1]))
+
+    def test_dict_contains(self):
+        has = guards.DICT_CONTAINS(True, "a", ["'a' in x"])
+        lacks = guards.DICT_CONTAINS(False, "a", ["'a' not in x"])
+        self.assertTrue(has({"a": 1}))
+        self.assertFalse(has({}))
+        self.assertTrue(lacks({}))
+        self.assertFalse(lacks({"a": 1}))
+        self.assertFalse(has("a"))
+
+    def test_dict_version(self):
+        d = {"a": 1}
+        guard = guards.DICT_VERSION(d, ["dict unchanged"])
+        self.assertTrue(guard(d))
+        d["a"] = 1  # the very same object: CPython keeps the version
+        self.assertTrue(guard(d))
+        d["a"] = 2
+        self.assertFalse(guard(d))
+
+    def test_no_hasattr(self):
+        guard = guards.NO_HASATTR("foo", ["not hasattr(x, 'foo')"])
+        self.assertTrue(guard(Pair(1, 2)))
+        p = Pair(1, 2)
+        p.foo = 1
+        self.assertFalse(guard(p))
+
+    def test_no_hasattr_getattr_raising_other_error_fails(self):
+        class Weird:
+            def __getattr__(self, name):
+                raise RuntimeError("not an AttributeError")
+
+        guard = guards.NO_HASATTR("foo", ["not hasattr(x, 'foo')"])
+        self.assertFalse(guard(Weird()))
+
+    def test_lambda_guard(self):
+        guard = guards.LAMBDA_GUARD(lambda x: x > 3, ["x > 3"])
+        self.assertTrue(guard(4))
+        self.assertFalse(guard(3))
+        self.assertFalse(guard("not comparable"))  # raised TypeError -> failure
+
+    def test_bad_arguments_raise_type_error(self):
+        with self.assertRaisesRegex(TypeError, "verbose_code_parts must be a list"):
+            guards.TYPE_MATCH(id_type(5), "type(x) == int")
+        with self.assertRaisesRegex(TypeError, "type_id must be an int"):
+            guards.TYPE_MATCH("int", ["type(x) == int"])
+        with self.assertRaisesRegex(TypeError, "must be hashable"):
+            guards.DICT_CONTAINS(True, [], ["[] in x"])
+        with self.assertRaisesRegex(TypeError, "must be callable"):
+            guards.LAMBDA_GUARD(5, ["5(x)"])
+        with self.assertRaisesRegex(ValueError, "must not be negative"):
+            guards.LENGTH_CHECK(-1, ["len(x) == -1"])
+
+
+class ManagerTests(TestCase):
+    def test_framelocals_and_leaf_guards(self):
+        root = guards.RootGuardManager()
+        x = root.framelocals_manager(("x", 0), "L['x']", 5, PLAIN)
+        x.add_type_match_guard(id_type(5), ["type(L['x']) == int"], None)
+        x.add_equals_match_guard(5, ["L['x'] == 5"], None)
+        self.assertTrue(root.check({"x": 5}))
+        self.assertFalse(root.check({"x": 6}))
+        self.assertFalse(root.check({"y": 5}))
+        self.assertFalse(root.check(None))  # not a dict: a failure, not a crash
+
+    def test_same_accessor_returns_same_manager(self):
+        root = guards.RootGuardManager()
+        a = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN)
+        self.assertIs(a.getattr_manager("a", "L['p'].a", 1, PLAIN), a.getattr_manager("a", "L['p'].a", 1, PLAIN))
+        self.assertEqual(len(a.get_accessors()), 1)
+        a.getattr_manager("b", "L['p'].b", 2, PLAIN)
+        self.assertEqual([acc.repr() for acc in a.get_accessors()], ["GetAttrGuardAccessor('a')", "GetAttrGuardAccessor('b')"])
+
+    def test_check_verbose_names_the_failing_guard(self):
+        root = guards.RootGuardManager()
+        p = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN)
+        p.getattr_manager("a", "L['p'].a", 1, PLAIN).add_equals_match_guard(1, ["L['p'].a == 1"], None)
+        p.getattr_manager("b", "L['p'].b", 2, PLAIN).add_equals_match_guard(2, ["L['p'].b == 2"], None)
+        ok = root.check_verbose({"p": Pair(1, 2)})
+        self.assertTrue(ok.result)
+        self.assertEqual(ok.num_guards_executed, 2)
+        missing = root.check_verbose({"p": object()})
+        self.assertExpectedInline(
+            str(missing.verbose_code_parts), """["GetAttrGuardAccessor('a') failed on source L['p'].a"]"""
+        )
+        bad = root.check_verbose({"p": Pair(1, 3)})
+        self.assertFalse(bad.result)
+        self.assertExpectedInline(str(bad.verbose_code_parts), """["L['p'].b == 2"]""")
+
+    def test_failing_child_is_tried_first_next_time(self):
+        root = guards.RootGuardManager()
+        p = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN)
+        p.getattr_manager("a", "L['p'].a", 1, PLAIN).add_equals_match_guard(1, ["L['p'].a == 1"], None)
+        p.getattr_manager("b", "L['p'].b", 2, PLAIN).add_equals_match_guard(2, ["L['p'].b == 2"], None)
+        self.assertFalse(root.check({"p": Pair(1, 3)}))
+        self.assertEqual(root.check_verbose({"p": Pair(0, 3)}).verbose_code_parts, ["L['p'].b == 2"])
+
+    def test_accessors(self):
+        def fn(a, b=3, *, c=4):
+            return a + b + c + captured
+
+        captured = 1
+        value = {
+            "d": {"k": 1},
+            "l": [10, 20],
+            "t": (30, 40),
+            "fn": fn,
+            "w": weakref.ref(Pair),
+            "s": {7},
+        }
+        root = guards.RootGuardManager()
+
+        def local(name):
+            return root.framelocals_manager((name, 0), f"L[{name!r}]", value[name], PLAIN)
+
+        local("d").dict_getitem_manager("k", "L['d']['k']", 1, PLAIN).add_equals_match_guard(1, ["d['k'] == 1"], None)
+        local("d").getitem_manager("k", "L['d']['k']", 1, PLAIN).add_equals_match_guard(1, ["d['k'] == 1"], None)
+        local("l").list_getitem_manager(1, "L['l'][1]", 20, PLAIN).add_equals_match_guard(20, ["l[1] == 20"], None)
+        local("t").tuple_getitem_manager(0, "L['t'][0]", 30, PLAIN).add_equals_match_guard(30, ["t[0] == 30"], None)
+        f = local("fn")
+        f.func_defaults_manager("defaults", (3,), PLAIN).add_equals_match_guard((3,), ["defaults"], None)
+        f.func_kwdefaults_manager("kwdefaults", {"c": 4}, PLAIN).add_dict_length_check_guard(1, ["kwdefaults"], None)
+        f.code_manager("code", fn.__code__, PLAIN).add_id_match_guard(id(fn.__code__), ["code"], None)
+        f.closure_manager("closure", fn.__closure__, PLAIN).add_length_check_guard(1, ["closure"], None)
+        f.type_manager("type", type(fn), PLAIN).add_id_match_guard(id(type(fn)), ["type"], None)
+        local("w").weakref_call_manager("w()", Pair, PLAIN).add_id_match_guard(id(Pair), ["w() is Pair"], None)
+        local("s").set_getitem_manager(0, "s[0]", 7, PLAIN).add_equals_match_guard(7, ["s[0] == 7"], None)
+        self.assertTrue(root.check(value))
+        for key, mutated in [
+            ("d", {"k": 2}),
+            ("l", [10, 21]),
+            ("t", (31, 40)),
+            ("w", weakref.ref(Pair.__init__)),
+            ("s", {8}),
+        ]:
+            changed = dict(value, **{key: mutated})
+            self.assertFalse(root.check(changed), key)
+        fn.__defaults__ = (5,)
+        self.assertFalse(root.check(value))
+
+    def test_type_dict_and_mro_accessors(self):
+        root = guards.RootGuardManager()
+        t = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN).type_manager("type(p)", Pair, PLAIN)
+        t.type_dict_manager("type(p).__dict__", Pair.__dict__, PLAIN).add_dict_contains_guard(
+            False, "a", ["'a' not in type(p).__dict__"], None
+        )
+        t.type_mro_manager("type(p).__mro__", Pair.__mro__, PLAIN).add_length_check_guard(2, ["len(mro) == 2"], None)
+        self.assertTrue(root.check({"p": Pair(1, 2)}))
+        Pair.a = 5
+        try:
+            self.assertFalse(root.check({"p": Pair(1, 2)}))
+        finally:
+            del Pair.a
+
+    def test_generic_dict_accessor(self):
+        root = guards.RootGuardManager()
+        d = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN).get_generic_dict_manager(
+            "L['p'].__dict__", Pair(1, 2).__dict__, PLAIN
+        )
+        d.add_dict_contains_guard(False, "c", ["'c' not in p.__dict__"], None)
+        self.assertTrue(root.check({"p": Pair(1, 2)}))
+        p = Pair(1, 2)
+        p.c = 3
+        self.assertFalse(root.check({"p": p}))
+        self.assertFalse(root.check({"p": 5}))  # int has no __dict__
+
+    def test_dict_guard_manager_guards_key_order(self):
+        example = {"a": 1, "b": 2}
+        root = guards.RootGuardManager()
+        dm = root.framelocals_manager(("d", 0), "L['d']", example, DICT)
+        self.assertIsInstance(dm, guards.DictGuardManager)
+        dm.get_key_manager(1, "key 1", "b", PLAIN).add_equals_match_guard("b", ["key 1 == 'b'"], None)
+        dm.get_value_manager(1, "value 1", 2, PLAIN).add_equals_match_guard(2, ["value 1 == 2"], None)
+        self.assertTrue(root.check({"d": {"a": 1, "b": 2}}))
+        self.assertTrue(root.check({"d": {"a": 9, "b": 2}}))  # index 0 is unguarded
+        self.assertFalse(root.check({"d": {"b": 2, "a": 1}}))  # order changed
+        self.assertFalse(root.check({"d": {"a": 1, "b": 2, "c": 3}}))  # size changed
+        self.assertEqual(sorted(dm.get_key_value_managers()), [1])
+        with self.assertRaisesRegex(IndexError, "out of range"):
+            dm.get_key_manager(5, "key 5", "x", PLAIN)
+
+    def test_tensor_match(self):
+        x = torch.randn(2, 3)
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("x", 0), "L['x']", x, PLAIN)
+        m.add_tensor_match_guard(
+            x, [2, None], [3, 1], "L['x']", ["check_tensor(L['x'])"], None, type(x), torch._C._dispatch_keys(x)
+        )
+        self.assertTrue(root.check({"x": torch.randn(2, 3)}))
+        self.assertFalse(root.check({"x": torch.randn(3, 3)}))
+        self.assertFalse(root.check({"x": torch.randn(2, 3, dtype=torch.float64)}))
+        self.assertFalse(root.check({"x": torch.randn(2, 3, requires_grad=True)}))
+        self.assertFalse(root.check({"x": torch.randn(3, 2).t()}))  # strides differ
+        self.assertFalse(root.check({"x": torch.nn.Parameter(torch.randn(2, 3))}))  # Python type differs
+        self.assertFalse(root.check({"x": 5}))
+        self.assertExpectedInline(
+            str(root.check_verbose({"x": torch.randn(4, 3)}).verbose_code_parts),
+            """["tensor 'L['x']' size mismatch at index 0. expected 2, actual 4"]""",
+        )
+        self.assertExpectedInline(
+            str(root.check_verbose({"x": 5}).verbose_code_parts),
+            """["expected type of 'L['x']' to be a tensor type, ' but found <class 'int'>"]""",
+        )
+
+    def test_tensor_match_dynamic_dim(self):
+        x = torch.randn(2, 3)
+        root = guards.RootGuardManager()
+        root.framelocals_manager(("x", 0), "L['x']", x, PLAIN).add_tensor_match_guard(
+            x, [None, 3], [3, 1], "L['x']", ["check_tensor(L['x'])"], None, type(x), torch._C._dispatch_keys(x)
+        )
+        self.assertTrue(root.check({"x": torch.randn(7, 3)}))
+        self.assertFalse(root.check({"x": torch.randn(7, 4)}))
+
+    def test_tensor_match_bad_arguments(self):
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("x", 0), "L['x']", 1, PLAIN)
+        x = torch.randn(2)
+        with self.assertRaisesRegex(TypeError, "needs a tensor"):
+            m.add_tensor_match_guard(5, [1], [1], "x", ["x"], None, torch.Tensor, torch._C._dispatch_keys(x))
+        with self.assertRaisesRegex(ValueError, "one entry per dimension"):
+            m.add_tensor_match_guard(x, [2, 1], [1], "x", ["x"], None, torch.Tensor, torch._C._dispatch_keys(x))
+
+    def test_dimension_marking_guard(self):
+        x = torch.randn(4)
+        root = guards.RootGuardManager()
+        root.framelocals_manager(("x", 0), "L['x']", x, PLAIN).add_dimension_marking_guard(
+            {"_dynamo_dynamic_indices": {0}}, ["_dynamo_static_indices"], {}, ["markings"], None
+        )
+        plain = torch.randn(4)
+        self.assertTrue(root.check({"x": plain}))  # unspecified: fine
+        marked = torch.randn(4)
+        torch._dynamo.mark_dynamic(marked, 0)
+        self.assertTrue(root.check({"x": marked}))
+        static = torch.randn(4)
+        torch._dynamo.mark_static(static, 0)
+        self.assertFalse(root.check({"x": static}))
+
+    def test_no_tensor_aliasing(self):
+        a, b = torch.randn(2), torch.randn(2)
+        root = guards.RootGuardManager()
+        ma = root.framelocals_manager(("a", 0), "L['a']", a, PLAIN)
+        mb = root.framelocals_manager(("b", 1), "L['b']", b, PLAIN)
+        guards.install_no_tensor_aliasing_guard([ma, mb], ["L['a']", "L['b']"], ["check_no_aliasing(a, b)"], None)
+        self.assertTrue(root.check({"a": a, "b": b}))
+        self.assertFalse(root.check({"a": a, "b": a}))
+        self.assertIn("Duplicate tensor found", root.check_verbose({"a": a, "b": a}).verbose_code_parts[0])
+        self.assertTrue(ma.has_object_aliasing_guard())
+
+    def test_object_aliasing(self):
+        o = object()
+        root = guards.RootGuardManager()
+        ma = root.framelocals_manager(("a", 0), "L['a']", o, PLAIN)
+        mb = root.framelocals_manager(("b", 1), "L['b']", o, PLAIN)
+        guards.install_object_aliasing_guard(ma, mb, ["L['a'] is L['b']"], None)
+        self.assertTrue(root.check({"a": o, "b": o}))
+        self.assertFalse(root.check({"a": o, "b": object()}))
+
+    def test_relational_guard_across_trees_is_rejected(self):
+        r1, r2 = guards.RootGuardManager(), guards.RootGuardManager()
+        m1 = r1.framelocals_manager(("a", 0), "L['a']", 1, PLAIN)
+        m2 = r2.framelocals_manager(("b", 0), "L['b']", 1, PLAIN)
+        with self.assertRaisesRegex(ValueError, "one tree"):
+            guards.install_object_aliasing_guard(m1, m2, ["a is b"], None)
+
+    def test_relational_guard_keeps_no_value_alive(self):
+        a = torch.randn(2)
+        b = torch.randn(2)
+        root = guards.RootGuardManager()
+        ma = root.framelocals_manager(("a", 0), "L['a']", a, PLAIN)
+        mb = root.framelocals_manager(("b", 1), "L['b']", b, PLAIN)
+        guards.install_no_tensor_aliasing_guard([ma, mb], ["a", "b"], ["no aliasing"], None)
+        c = torch.randn(2)
+        ref = weakref.ref(c)
+        self.assertTrue(root.check({"a": a, "b": c}))
+        del c
+        self.assertIsNone(ref())
+
+    def test_epilogue_guard_runs_after_tree(self):
+        calls = []
+        root = guards.RootGuardManager()
+        root.framelocals_manager(("x", 0), "L['x']", 1, PLAIN).add_lambda_guard(
+            lambda v: calls.append("tree") or True, ["tree"], None
+        )
+        root.add_epilogue_lambda_guard(lambda f: calls.append("epilogue") or True, ["epilogue"], None)
+        self.assertTrue(root.check({"x": 1}))
+        self.assertEqual(calls, ["tree", "epilogue"])
+        self.assertEqual(len(root.get_epilogue_lambda_guards()), 1)
+
+    def test_clone_manager_keeps_chosen_sources(self):
+        root = guards.RootGuardManager()
+        root.framelocals_manager(("x", 0), "L['x']", 1, PLAIN).add_equals_match_guard(1, ["L['x'] == 1"], None)
+        root.framelocals_manager(("y", 1), "L['y']", 1, PLAIN).add_equals_match_guard(1, ["L['y'] == 1"], None)
+        clone = root.clone_manager(lambda mgr: mgr.get_source() == "L['x']")
+        self.assertEqual([m.get_source() for m in clone.get_child_managers()], ["L['x']"])
+        self.assertTrue(clone.check({"x": 1, "y": 2}))
+        self.assertFalse(clone.check({"x": 2, "y": 1}))
+
+    def test_root_check_delegation(self):
+        root = guards.RootGuardManager()
+        root.framelocals_manager(("x", 0), "L['x']", 1, PLAIN).add_equals_match_guard(1, ["L['x'] == 1"], None)
+        check = guards.RootCheck(root)
+        self.assertIs(check.root, root)
+        self.assertIs(check({"x": 1}), True)
+        self.assertIs(check({"x": 2}), False)
+        with self.assertRaisesRegex(TypeError, "exactly one argument"):
+            check()
+        with self.assertRaisesRegex(TypeError, "RootGuardManager"):
+            guards.RootCheck(5)
+        with self.assertRaises(RuntimeError):
+            guards.RootCheck.__new__(guards.RootCheck)({"x": 1})
+
+    def test_guard_tree_printing(self):
+        root = guards.RootGuardManager()
+        p = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN)
+        p.add_type_match_guard(id_type(Pair(1, 2)), ["type(L['p']) == Pair"], None)
+        p.getattr_manager("a", "L['p'].a", 1, PLAIN).add_equals_match_guard(1, ["L['p'].a == 1"], None)
+        self.assertExpectedInline(
+            dynamo_guards.format_tree(root),
+            """\
+
+TREE_GUARD_MANAGER (dynamo_guards):
+RootGuardManager
++- GuardManager: source=L['p'], accessed_by=FrameLocalsGuardAccessor('p'), type=<class 'test_guard_manager.Pair'>
+| +- TYPE_MATCH: type(L['p']) == Pair
+| +- GuardManager: source=L['p'].a, accessed_by=GetAttrGuardAccessor('a'), type=<class 'int'>
+| | +- EQUALS_MATCH: L['p'].a == 1""",
+        )
+
+    def test_bad_builder_arguments(self):
+        root = guards.RootGuardManager()
+        with self.assertRaisesRegex(TypeError, "frame local name must be a str"):
+            root.framelocals_manager((5, 0), "L[5]", 1, PLAIN)
+        with self.assertRaisesRegex(TypeError, "attr must be a str"):
+            root.getattr_manager(5, "x.5", 1, PLAIN)
+        with self.assertRaisesRegex(TypeError, "must be hashable"):
+            root.dict_getitem_manager([1], "x[[1]]", 1, PLAIN)
+        with self.assertRaisesRegex(TypeError, "needs a dict example value"):
+            root.framelocals_manager(("d", 0), "L['d']", 5, DICT)
+        with self.assertRaisesRegex(ValueError, "unknown guard_manager_enum"):
+            root.framelocals_manager(("d", 0), "L['d']", 5, 7)
+        with self.assertRaisesRegex(TypeError, "GuardManagers"):
+            guards.install_no_tensor_aliasing_guard([1, 2], ["a", "b"], ["x"], None)
+
+
+class CoverageTableTests(TestCase):
+    def test_readme_coverage_table_matches_engine(self):
+        text = README.read_text()
+        section = text.split("## Engine coverage", 1)[1].split("\n## ", 1)[0]
+        table = dict(re.findall(r"^\| `([A-Z_]+)` \| (native|python) \|", section, flags=re.M))
+        self.assertEqual(table, guards.guard_kinds())
+
+
+if __name__ == "__main__":
+    run_tests()
