@@ -171,7 +171,7 @@ class ManagerTests(TestCase):
         self.assertEqual(ok.num_guards_executed, 2)
         missing = root.check_verbose({"p": object()})
         self.assertExpectedInline(
-            str(missing.verbose_code_parts), """["GetAttrGuardAccessor('a') failed on source L['p'].a"]"""
+            str(missing.verbose_code_parts), """["getattr failed on source L['p'].a"]"""
         )
         bad = root.check_verbose({"p": Pair(1, 3)})
         self.assertFalse(bad.result)

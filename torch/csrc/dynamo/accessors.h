@@ -27,8 +27,18 @@ class KeyedAccessor : public GuardAccessor {
     PyObject* access(PyObject* parent) override;           \
   }
 
+// Accessors whose failure torch reports as a missing key or attribute.
+#define DYNAMO_GUARDS_ACCESSOR_REPORTING(NAME, PREFIX)                                       \
+  class NAME : public KeyedAccessor<NAME> {                                                 \
+   public:                                                                                  \
+    static constexpr const char* kKind = #NAME;                                             \
+    NAME(py::object key, std::unique_ptr<GuardManager> c);                                  \
+    PyObject* access(PyObject* parent) override;                                            \
+    std::string access_failure() const override { return PREFIX + child_->source(); }      \
+  }
+
 // f_locals[name]; the root's value is the frame's locals dict.
-DYNAMO_GUARDS_ACCESSOR(FrameLocalsGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_REPORTING(FrameLocalsGuardAccessor, "KeyError on ");
 // The globals dict captured at build time (key); ignores the parent.
 class GlobalsGuardAccessor : public KeyedAccessor<GlobalsGuardAccessor> {
  public:
@@ -38,9 +48,9 @@ class GlobalsGuardAccessor : public KeyedAccessor<GlobalsGuardAccessor> {
   std::string repr() const override { return kKind; }
 };
 // dict.__getitem__ without calling an overridden __getitem__.
-DYNAMO_GUARDS_ACCESSOR(DictGetItemGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_REPORTING(DictGetItemGuardAccessor, "KeyError on ");
 // parent[key] through the full protocol.
-DYNAMO_GUARDS_ACCESSOR(GetItemGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_REPORTING(GetItemGuardAccessor, "KeyError on ");
 DYNAMO_GUARDS_ACCESSOR(ListGetItemGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TupleGetItemGuardAccessor);
 // (idx, parent): the builder's IndexedSource.
@@ -64,15 +74,16 @@ DYNAMO_GUARDS_ACCESSOR(GradGuardAccessor);
 // The instance __dict__ (materialised if CPython keeps it lazily).
 DYNAMO_GUARDS_ACCESSOR(GetGenericDictGuardAccessor);
 // object.__getattribute__(parent, name): skips a class's __getattr__.
-DYNAMO_GUARDS_ACCESSOR(GenericGetAttrGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_REPORTING(GenericGetAttrGuardAccessor, "getattr failed on source ");
 // getattr(parent, name).
-DYNAMO_GUARDS_ACCESSOR(GetAttrGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_REPORTING(GetAttrGuardAccessor, "getattr failed on source ");
 // tensor.size(i) / stride(i) / storage_offset(); ATen, in tensor_property_accessor.cpp.
 DYNAMO_GUARDS_ACCESSOR(TensorSizeGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TensorStrideGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TensorStorageOffsetGuardAccessor);
 
 #undef DYNAMO_GUARDS_ACCESSOR
+#undef DYNAMO_GUARDS_ACCESSOR_REPORTING
 
 // Validates builder arguments; raise TypeError with the argument's name.
 py::str interned_name(const py::object& name, const char* what);

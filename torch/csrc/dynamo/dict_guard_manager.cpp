@@ -43,18 +43,25 @@ GuardManager* DictGuardManager::value_manager(
 }
 
 bool DictGuardManager::check(PyObject* value, CheckContext* ctx) {
+  if (Py_TYPE(value) != dict_type_) {
+    fail_count_++;
+    if (ctx != nullptr) {
+      ctx->record_failure("type(" + source_ + ") is not " + dict_type_->tp_name);
+    }
+    return false;
+  }
+  if (PyDict_GET_SIZE(value) != size_) {
+    fail_count_++;
+    if (ctx != nullptr) {
+      ctx->record_failure("len(" + source_ + ") != " + std::to_string(size_));
+    }
+    return false;
+  }
   for (const LeafGuardPtr& leaf : leaves_) {
     if (!leaf->run(value, ctx)) {
       fail_count_++;
       return false;
     }
-  }
-  if (Py_TYPE(value) != dict_type_ || PyDict_GET_SIZE(value) != size_) {
-    fail_count_++;
-    if (ctx != nullptr) {
-      ctx->record_failure("dict type or length changed for " + source_);
-    }
-    return false;
   }
   Py_ssize_t pos = 0;
   Py_ssize_t index = 0;

@@ -34,6 +34,10 @@ class GuardAccessor {
   // A new accessor of the same kind and key owning `child`.
   virtual std::unique_ptr<GuardAccessor> clone_with(std::unique_ptr<GuardManager> child) const = 0;
 
+  // Cold: what a failed access() reports, in torch's words ("getattr failed
+  // on source ...", "KeyError on ...").
+  virtual std::string access_failure() const;
+
   // Reads the child value and evaluates its manager.
   bool check(PyObject* parent, CheckContext* ctx);
 

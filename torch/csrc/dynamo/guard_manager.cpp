@@ -170,6 +170,10 @@ std::string GuardAccessor::repr() const {
   return std::string(kind()) + "(" + py::repr(key_).cast<std::string>() + ")";
 }
 
+std::string GuardAccessor::access_failure() const {
+  return repr() + " failed on source " + child_->source();
+}
+
 bool GuardAccessor::matches(const char* kind, const py::object& key) const {
   if (std::string(kind) != this->kind()) {
     return false;
@@ -193,7 +197,7 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
   if (!child_value) {
     discard_python_error();
     if (ctx != nullptr) {
-      ctx->record_failure(repr() + " failed on source " + child_->source());
+      ctx->record_failure(access_failure());
     }
     return false;
   }
