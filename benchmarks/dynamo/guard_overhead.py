@@ -22,14 +22,18 @@ Methodology (see shared/DESIGN.md, "Measuring")
     ``guard_manager_testing_hook_fn`` hook captures each compiled frame's
     GuardManagerWrapper and a *copy* of its f_locals (transformers mutates
     ``kwargs`` in place). All engines compile the same model instance, so they
-    guard the same objects.
+    guard the same objects. The compiled output code of every engine is kept
+    alive: Dynamo deletes the globals it installed for a frame (which the
+    guards read, e.g. ``G['__builtins_dict___0']``) when that code dies, which
+    the next engine's ``reset()`` would otherwise cause.
 
-    warm      Median over rounds of the per-check time of a batch of
-              back-to-back ``wrapper.root.check(f_locals)`` calls (the object the
-              C++ cache entry calls; for the fork it is torch's root delegating
-              to the engine). Engines are interleaved round by round, in
-              rotating order, so machine noise hits all of them alike. The fork
-              is also timed through ``wrapper.fork_root.check`` directly.
+    warm      Median over rounds of the per-check time of a batch (~20 ms) of
+              back-to-back ``wrapper.root.check(f_locals)`` calls: the object
+              the C++ cache entry calls (for the fork, torch's root delegating
+              to the engine). Engines are interleaved round by round in
+              rotating order, so machine noise hits all of them alike; every
+              engine is pre-warmed first and each batch follows 3 untimed
+              checks. The fork is also timed through ``wrapper.fork_root.check``.
     in situ   One check right after an eager forward pass of the model (which
               evicts the guard data from the CPU caches), median over rounds,
               interleaved like ``warm``. This is what a user pays per call.
@@ -38,20 +42,31 @@ Methodology (see shared/DESIGN.md, "Measuring")
               median of paired differences, measured in each engine's own phase
               (the cache entry of only one engine can be live at a time).
               Noisy when the forward pass dominates; read it with ``in situ``.
-    build     Wall time of ``CheckFunctionManager.__init__`` (the timing wrapper
-              sits around whatever ``__init__`` is current, i.e. around the
-              fork's install wrapper, so a fork fallback to stock is paid for),
-              summed over the frames of the first compile; ``build_guards``
-              alone is reported too. Both include torch's sanity check of the
-              fresh guards and its one-shot latency profile.
+    build     Wall time of ``CheckFunctionManager.__init__``, summed over the
+              frames of the first compile. The timing wrapper sits around
+              whatever ``__init__`` is current, i.e. around the fork's install
+              wrapper, so a fork fallback to stock is paid for. It includes
+              finalize(), torch's sanity check of the fresh guards and its
+              one-shot latency profile; ``build_guards`` (building the tree
+              alone) is reported too.
     tree      Managers + leaf guards of the tree each engine evaluates (stock
               and stock_dict_tags share the stock tree; dict tags only skip
               parts of it at run time).
+    callgrind (``--callgrind``) The script re-runs itself under
+              ``valgrind --tool=callgrind --instr-atstart=no`` per model,
+              compiles with every engine, and counts instructions of a batch
+              of checks per engine through client requests (a tiny C helper
+              built with ``cc``); the count for an empty torch root (the
+              Python loop's share) is subtracted. Counts repeat exactly, so
+              they settle small differences that timings on a shared machine
+              cannot.
 
-Every time is a median; ratios stock/fork and stock_dict_tags/fork are the
-figures to quote, not the absolute numbers (machines are shared). Fork
-fallbacks to stock (log lines from logger "dynamo_guards"), guards that fail on
-their own frame and exceptions are collected and printed under the table.
+Times are medians (quartiles are in ``--json``); ratios stock/fork and
+stock_dict_tags/fork are the figures to quote, not the absolute numbers
+(machines are shared). Torch runs on one intra-op thread by default
+(``--threads``), which keeps forward passes steady. Fork fallbacks to stock
+(log lines from logger "dynamo_guards"), guards that fail on their own frame,
+recompiles and exceptions are printed under each table.
 """
 
 from __future__ import annotations
@@ -396,6 +411,16 @@ def make_check(frames: Sequence[CapturedFrame], direct_fork: bool = False) -> Ch
     return check_all
 
 
+def engine_checks(runs: dict[str, EngineRun]) -> dict[str, CheckFn]:
+    """What each engine's cache entry runs per call, plus the fork's own root
+    without torch's delegating root (only when every frame is the fork's)."""
+    checks = {engine: make_check(run.frames) for engine, run in runs.items() if run.frames}
+    fork_frames = runs["fork"].frames if "fork" in runs else []
+    if fork_frames and all(frame.is_fork for frame in fork_frames):
+        checks[FORK_DIRECT] = make_check(fork_frames, direct_fork=True)
+    return checks
+
+
 def time_batch_us(check: CheckFn, n: int) -> float:
     start = time.perf_counter_ns()
     for _ in range(n):
@@ -403,10 +428,15 @@ def time_batch_us(check: CheckFn, n: int) -> float:
     return (time.perf_counter_ns() - start) / n / 1e3
 
 
+def run_for(check: CheckFn, seconds: float) -> None:
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        check()
+
+
 def batch_size_for(check: CheckFn, target_s: float) -> int:
-    time_batch_us(check, 3)  # warm up
     one_us = max(time_batch_us(check, 5), 0.05)
-    return max(1, min(100_000, int(target_s * 1e6 / one_us)))
+    return max(5, min(100_000, int(target_s * 1e6 / one_us)))
 
 
 def rotated(names: Sequence[str], round_index: int) -> list[str]:
@@ -414,26 +444,46 @@ def rotated(names: Sequence[str], round_index: int) -> list[str]:
     return list(names[shift:]) + list(names[:shift])
 
 
-def median_or_nan(samples: Sequence[float]) -> float:
-    return statistics.median(samples) if samples else float("nan")
+Stats = dict[str, float]
 
 
-def measure_warm(checks: dict[str, CheckFn], rounds: int, target_batch_s: float) -> dict[str, float]:
-    batch = {name: batch_size_for(check, target_batch_s) for name, check in checks.items()}
+def summarize(samples: Sequence[float]) -> Stats:
+    """Median and spread of timing samples (µs)."""
+    if not samples:
+        return {"median": float("nan"), "p25": float("nan"), "p75": float("nan"), "min": float("nan"), "n": 0}
+    if len(samples) == 1:
+        p25 = p75 = samples[0]
+    else:
+        p25, _, p75 = statistics.quantiles(samples, n=4)
+    return {"median": statistics.median(samples), "p25": p25, "p75": p75, "min": min(samples), "n": len(samples)}
+
+
+WARM_UP_CALLS = 3  # untimed checks before each timed batch: the previous
+# engine's batch has just evicted part of this engine's tree from the caches
+
+
+def measure_warm(checks: dict[str, CheckFn], rounds: int, batch_s: float, prewarm_s: float) -> dict[str, Stats]:
+    """Back-to-back checks, engines interleaved round by round. On shared VMs
+    a tree that sat idle while other work ran stays slow for a few dozen
+    checks, hence the pre-warm of every engine before the first round."""
+    for check in checks.values():
+        run_for(check, prewarm_s)
+    batch = {name: batch_size_for(check, batch_s) for name, check in checks.items()}
     samples: dict[str, list[float]] = {name: [] for name in checks}
     names = list(checks)
     with no_gc():
         for r in range(rounds):
             for name in rotated(names, r):
+                time_batch_us(checks[name], WARM_UP_CALLS)
                 samples[name].append(time_batch_us(checks[name], batch[name]))
-    return {name: median_or_nan(values) for name, values in samples.items()}
+    return {name: summarize(values) for name, values in samples.items()}
 
 
 def measure_in_situ(
     checks: dict[str, CheckFn], eager_forward: Callable[[], Any], rounds: int
-) -> tuple[dict[str, float], dict[str, int]]:
-    """One check right after an eager forward pass; returns medians (µs) and
-    how many of the timed checks returned False."""
+) -> tuple[dict[str, Stats], dict[str, int]]:
+    """One check right after an eager forward pass of the model; returns the
+    timing stats (µs) and how many of the timed checks returned False."""
     samples: dict[str, list[float]] = {name: [] for name in checks}
     failures = {name: 0 for name in checks}
     names = list(checks)
@@ -446,7 +496,7 @@ def measure_in_situ(
                 ok = checks[name]()
                 samples[name].append((time.perf_counter_ns() - start) / 1e3)
                 failures[name] += not ok
-    return {name: median_or_nan(values) for name, values in samples.items()}, failures
+    return {name: summarize(values) for name, values in samples.items()}, failures
 
 
 def time_call_us(fn: Callable[[], Any]) -> float:
@@ -455,13 +505,13 @@ def time_call_us(fn: Callable[[], Any]) -> float:
     return (time.perf_counter_ns() - start) / 1e3
 
 
-def measure_end_to_end(compiled_call: Callable[[], Any], pairs: int) -> dict[str, float]:
+def measure_end_to_end(compiled_call: Callable[[], Any], pairs: int) -> dict[str, Stats]:
     """Compiled call vs. the same call with guard evaluation skipped,
-    alternating call by call."""
+    alternating call by call; the overhead is the median paired difference."""
     guarded: list[float] = []
     skipped: list[float] = []
     skip_stance = functools.partial(torch.compiler.set_stance, skip_guard_eval_unsafe=True)
-    for _ in range(2):  # warm up both paths
+    for _ in range(3):  # warm up both paths
         compiled_call()
         with skip_stance():
             compiled_call()
@@ -471,9 +521,9 @@ def measure_end_to_end(compiled_call: Callable[[], Any], pairs: int) -> dict[str
             with skip_stance():
                 skipped.append(time_call_us(compiled_call))
     return {
-        "overhead_us": statistics.median(g - s for g, s in zip(guarded, skipped)),
-        "guarded_call_us": statistics.median(guarded),
-        "skip_guards_call_us": statistics.median(skipped),
+        "overhead_us": summarize([g - s for g, s in zip(guarded, skipped)]),
+        "guarded_call_us": summarize(guarded),
+        "skip_guards_call_us": summarize(skipped),
     }
 
 
@@ -483,24 +533,53 @@ def measure_end_to_end(compiled_call: Callable[[], Any], pairs: int) -> dict[str
 
 
 @dataclasses.dataclass
+class BenchConfig:
+    rounds: int
+    e2e_pairs: int
+    in_situ_rounds: int
+    warm_batch_s: float
+    prewarm_s: float
+
+
+@dataclasses.dataclass
+class EngineSession:
+    """One engine's compile of the model: the compiled callable, what the
+    hooks saw, and the log lines of logger "dynamo_guards"."""
+
+    engine: str
+    compiled: Callable[..., Any]
+    capture: CompileCapture
+    logs: LogCollector
+    first_frames: list[CapturedFrame] = dataclasses.field(default_factory=list)
+    first_builds: list[BuildRecord] = dataclasses.field(default_factory=list)
+    keepalive: list[Any] = dataclasses.field(default_factory=list)
+
+
+@contextlib.contextmanager
+def engine_session(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs) -> Iterator[EngineSession]:
+    """``reset()``, compile with ``engine`` and call once; the engine stays
+    active (installed / config patched) until the block ends."""
+    torch._dynamo.reset()
+    with collect_logs("dynamo_guards") as logs, engine_context(engine), capture_compiles() as capture:
+        session = EngineSession(engine, torch.compile(model, backend="eager"), capture, logs)
+        with grad_mode(spec):
+            session.compiled(**inputs)
+        session.first_frames = list(capture.frames)
+        session.first_builds = list(capture.builds)
+        yield session
+        session.keepalive = live_output_codes()
+
+
+@dataclasses.dataclass
 class EngineRun:
     engine: str
     frames: list[CapturedFrame]
     build_init_s: float
     build_guards_s: float
     tree: dict[str, int]
-    end_to_end: dict[str, float]
-    recompiles_after_first_call: int
+    end_to_end: dict[str, Stats]
     problems: list[str]
     keepalive: list[Any]  # output codes whose installed globals the guards read
-
-
-@dataclasses.dataclass
-class BenchConfig:
-    rounds: int
-    e2e_pairs: int
-    in_situ_rounds: int
-    warm_batch_s: float
 
 
 def guard_failure_reason(frame: CapturedFrame) -> str:
@@ -513,6 +592,8 @@ def guard_failure_reason(frame: CapturedFrame) -> str:
 
 
 def frame_problems(engine: str, frames: Sequence[CapturedFrame]) -> list[str]:
+    """Fallbacks to stock, and guards that fail or raise on their own frame
+    (call in the grad mode of the compile)."""
     problems: list[str] = []
     if not frames:
         problems.append("no frame was compiled (hook never called)")
@@ -529,32 +610,28 @@ def frame_problems(engine: str, frames: Sequence[CapturedFrame]) -> list[str]:
     return problems
 
 
-def run_engine(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs, bench: BenchConfig) -> EngineRun:
-    torch._dynamo.reset()
-    with collect_logs("dynamo_guards") as logs, engine_context(engine), capture_compiles() as capture:
-        compiled = torch.compile(model, backend="eager")
-        with grad_mode(spec):
-            compiled(**inputs)
-        first_frames = list(capture.frames)
-        first_builds = list(capture.builds)
-        with grad_mode(spec):
-            e2e = measure_end_to_end(lambda: compiled(**inputs), bench.e2e_pairs)
-            problems = frame_problems(engine, first_frames)
-        keepalive = live_output_codes()
-    problems = [f"log {line}" for line in logs.lines] + problems
-    recompiles = len(capture.builds) - len(first_builds)
+def session_problems(session: EngineSession, after: str) -> list[str]:
+    problems = [f"log {line}" for line in session.logs.lines]
+    recompiles = len(session.capture.builds) - len(session.first_builds)
     if recompiles:
-        problems.append(f"{recompiles} recompile(s) after the first call (during e2e timing)")
+        problems.append(f"{recompiles} recompile(s) after the first call ({after})")
+    return problems
+
+
+def run_engine(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs, bench: BenchConfig) -> EngineRun:
+    with engine_session(engine, spec, model, inputs) as session:
+        with grad_mode(spec):
+            e2e = measure_end_to_end(lambda: session.compiled(**inputs), bench.e2e_pairs)
+            problems = frame_problems(engine, session.first_frames)
     return EngineRun(
         engine=engine,
-        frames=first_frames,
-        build_init_s=sum(b.init_s for b in first_builds),
-        build_guards_s=sum(b.build_guards_s for b in first_builds),
-        tree=tree_size(first_frames),
+        frames=session.first_frames,
+        build_init_s=sum(b.init_s for b in session.first_builds),
+        build_guards_s=sum(b.build_guards_s for b in session.first_builds),
+        tree=tree_size(session.first_frames),
         end_to_end=e2e,
-        recompiles_after_first_call=recompiles,
-        problems=problems,
-        keepalive=keepalive,
+        problems=session_problems(session, "during e2e timing") + problems,
+        keepalive=session.keepalive,
     )
 
 
@@ -568,20 +645,16 @@ def prepare_model(spec: ModelSpec) -> tuple[nn.Module, Inputs]:
 def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
     model, inputs = prepare_model(spec)
     runs = {engine: run_engine(engine, spec, model, inputs, bench) for engine in ENGINES}
-
-    checks = {engine: make_check(run.frames) for engine, run in runs.items() if run.frames}
-    fork_frames = runs["fork"].frames
-    if fork_frames and all(frame.is_fork for frame in fork_frames):
-        checks[FORK_DIRECT] = make_check(fork_frames, direct_fork=True)
+    checks = engine_checks(runs)
 
     def eager_forward() -> Any:
         return model(**inputs)
 
     with grad_mode(spec):
-        warm = measure_warm(checks, bench.rounds, bench.warm_batch_s)
+        warm = measure_warm(checks, bench.rounds, bench.warm_batch_s, bench.prewarm_s)
         in_situ, in_situ_failures = measure_in_situ(checks, eager_forward, bench.in_situ_rounds)
 
-    problems = {engine: run.problems for engine, run in runs.items()}
+    problems = {engine: list(run.problems) for engine, run in runs.items()}
     for name, count in in_situ_failures.items():
         if count:
             problems.setdefault(name, []).append(f"{count}/{bench.in_situ_rounds} in-situ checks returned False")
@@ -602,30 +675,160 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------
+# Instruction counts under callgrind (--callgrind).
+# --------------------------------------------------------------------------
+
+CALLGRIND_HELPER_C = r"""
+#include <valgrind/callgrind.h>
+int cg_running(void) { return RUNNING_ON_VALGRIND; }
+void cg_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void cg_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+void cg_zero(void) { CALLGRIND_ZERO_STATS; }
+void cg_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+CALLGRIND_BASELINE = "empty_torch_root"  # torch root without guards: the loop's own cost
+CALLGRIND_LABEL_PREFIX = "guard_overhead:"
+
+
+def build_callgrind_helper(directory: str) -> Any:
+    """A tiny C library whose functions issue callgrind client requests."""
+    import ctypes
+    import subprocess
+
+    source = os.path.join(directory, "cg_helper.c")
+    library = os.path.join(directory, "cg_helper.so")
+    with open(source, "w") as f:
+        f.write(CALLGRIND_HELPER_C)
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", library, source], check=True)
+    helper = ctypes.CDLL(library)
+    helper.cg_dump.argtypes = [ctypes.c_char_p]
+    return helper
+
+
+def count_instructions(helper: Any, checks: dict[str, CheckFn], calls: int) -> None:
+    """One callgrind dump per check, labelled with its name, covering
+    ``calls`` back-to-back checks (instrumentation is off outside)."""
+    for name, check in checks.items():
+        for _ in range(WARM_UP_CALLS):  # lazy first-call work is not per-call cost
+            check()
+        helper.cg_start()
+        helper.cg_zero()
+        for _ in range(calls):
+            check()
+        helper.cg_dump(f"{CALLGRIND_LABEL_PREFIX}{name}:{calls}".encode())
+        helper.cg_stop()
+
+
+def callgrind_child(spec: ModelSpec, calls: int, directory: str) -> int:
+    """Runs inside valgrind: compile with every engine, then count."""
+    helper = build_callgrind_helper(directory)
+    if not helper.cg_running():
+        raise SystemExit("--_callgrind-child must run under valgrind --tool=callgrind")
+    model, inputs = prepare_model(spec)
+    runs: dict[str, EngineRun] = {}
+    for engine in ENGINES:
+        with engine_session(engine, spec, model, inputs) as session:
+            with grad_mode(spec):
+                problems = frame_problems(engine, session.first_frames)
+        runs[engine] = EngineRun(engine, session.first_frames, 0.0, 0.0, {}, {}, problems, session.keepalive)
+        for line in session_problems(session, "") + problems:
+            print(f"  ! {engine}: {line}", flush=True)
+    checks = engine_checks(runs)
+    empty_root = torch._C._dynamo.guards.RootGuardManager()
+    checks[CALLGRIND_BASELINE] = functools.partial(empty_root.check, {})
+    with grad_mode(spec):
+        count_instructions(helper, checks, calls)
+    return 0
+
+
+def parse_callgrind_dumps(directory: str) -> dict[str, float]:
+    """Instructions per check, by check name, from the labelled dumps."""
+    per_check: dict[str, float] = {}
+    for file_name in sorted(os.listdir(directory)):
+        if not file_name.startswith("callgrind.out"):
+            continue
+        label, total = None, None
+        with open(os.path.join(directory, file_name)) as f:
+            for line in f:
+                if line.startswith("desc: Trigger:") and CALLGRIND_LABEL_PREFIX in line:
+                    label = line.split(CALLGRIND_LABEL_PREFIX, 1)[1].strip()
+                elif line.startswith(("totals:", "summary:")):
+                    total = int(line.split()[1])
+        if label is not None and total is not None:
+            name, calls = label.rsplit(":", 1)
+            per_check[name] = total / int(calls)
+    return per_check
+
+
+def run_callgrind(spec: ModelSpec, calls: int) -> dict[str, float]:
+    """Re-runs this script under callgrind for one model; instructions per
+    check (the empty-root baseline, the Python loop's share, subtracted)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="guard_overhead_cg_") as directory:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={directory}/callgrind.out",
+            sys.executable,
+            os.path.abspath(__file__),
+            "--_callgrind-child",
+            directory,
+            "--models",
+            spec.name,
+            "--callgrind-calls",
+            str(calls),
+        ]
+        completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        counts = parse_callgrind_dumps(directory)
+    if completed.returncode != 0 or not counts:
+        tail = "\n".join(completed.stdout.splitlines()[-30:])
+        raise RuntimeError(f"callgrind run failed (exit {completed.returncode}):\n{tail}")
+    for line in completed.stdout.splitlines():
+        if line.startswith("  ! "):
+            print(line)
+    baseline = counts.pop(CALLGRIND_BASELINE, 0.0)
+    return {name: value - baseline for name, value in counts.items()} | {CALLGRIND_BASELINE: baseline}
+
+
+# --------------------------------------------------------------------------
 # Reporting.
 # --------------------------------------------------------------------------
+
+NAN = float("nan")
 
 
 def ratio(numerator: float, denominator: float) -> float:
     if denominator == 0 or denominator != denominator or numerator != numerator:
-        return float("nan")
+        return NAN
     return numerator / denominator
 
 
+def medians(stats: dict[str, Stats]) -> dict[str, float]:
+    return {name: s["median"] for name, s in stats.items()}
+
+
 def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
-    """(label, value per engine, number format)."""
+    """(label, value per engine, number format); times are medians."""
     e2e = result["end_to_end"]
-    return [
-        ("warm check (us)", result["warm_check_us"], "{:.2f}"),
-        ("in situ check (us)", result["in_situ_check_us"], "{:.2f}"),
-        ("e2e guard overhead (us)", {e: v["overhead_us"] for e, v in e2e.items()}, "{:.1f}"),
-        ("e2e guarded call (us)", {e: v["guarded_call_us"] for e, v in e2e.items()}, "{:.1f}"),
+    rows = [
+        ("warm check (us)", medians(result["warm_check_us"]), "{:.2f}"),
+        ("in situ check (us)", medians(result["in_situ_check_us"]), "{:.2f}"),
+        ("e2e guard overhead (us)", {e: v["overhead_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
+        ("e2e guarded call (us)", {e: v["guarded_call_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
+    ]
+    if "callgrind_ir_per_check" in result:
+        rows.append(("callgrind Ir / check", result["callgrind_ir_per_check"], "{:.0f}"))
+    rows += [
         ("guard build, CFM init (ms)", {e: 1e3 * v for e, v in result["build_init_s"].items()}, "{:.1f}"),
         ("guard build, build_guards (ms)", {e: 1e3 * v for e, v in result["build_guards_s"].items()}, "{:.1f}"),
         ("tree nodes", {e: float(t["nodes"]) for e, t in result["tree"].items()}, "{:.0f}"),
         ("tree managers", {e: float(t["managers"]) for e, t in result["tree"].items()}, "{:.0f}"),
         ("tree leaf guards", {e: float(t["leaf_guards"]) for e, t in result["tree"].items()}, "{:.0f}"),
     ]
+    return rows
 
 
 def format_number(fmt: str, value: float | None) -> str:
@@ -634,9 +837,16 @@ def format_number(fmt: str, value: float | None) -> str:
     return fmt.format(value)
 
 
+LABEL_WIDTH = 32
+CELL_WIDTH = 16
+
+
+def table_line(label: str, cells: Sequence[str]) -> str:
+    return f"{label:<{LABEL_WIDTH}}" + "".join(f"{c:>{CELL_WIDTH}}" for c in cells)
+
+
 def format_table(result: dict[str, Any]) -> str:
-    columns = [*ENGINES, "stock/fork", "tags/fork"]
-    header = f"{'metric':<32}" + "".join(f"{c:>17}" for c in columns)
+    header = table_line("metric", [*ENGINES, "stock/fork", "tags/fork"])
     frames = ", ".join(f"{e} {n}" for e, n in result["frames"].items())
     lines = [
         f"== {result['model']}: {result['parameters'] / 1e6:.2f}M params, {result['mode']}, frames: {frames} ==",
@@ -645,13 +855,18 @@ def format_table(result: dict[str, Any]) -> str:
     ]
     for label, values, fmt in metric_rows(result):
         cells = [format_number(fmt, values.get(e)) for e in ENGINES]
-        fork = values.get("fork", float("nan"))
-        cells.append(format_number("{:.2f}x", ratio(values.get("stock", float("nan")), fork)))
-        cells.append(format_number("{:.2f}x", ratio(values.get("stock_dict_tags", float("nan")), fork)))
-        lines.append(f"{label:<32}" + "".join(f"{c:>17}" for c in cells))
-    direct = result["warm_check_us"].get(FORK_DIRECT)
-    if direct is not None:
-        lines.append(f"{'warm fork_root.check direct (us)':<32}{'':>17}{'':>17}{format_number('{:.2f}', direct):>17}")
+        fork = values.get("fork", NAN)
+        cells.append(format_number("{:.2f}x", ratio(values.get("stock", NAN), fork)))
+        cells.append(format_number("{:.2f}x", ratio(values.get("stock_dict_tags", NAN), fork)))
+        lines.append(table_line(label, cells))
+    direct_rows = [("warm", result["warm_check_us"]), ("in situ", result["in_situ_check_us"])]
+    for label, stats in direct_rows:
+        if FORK_DIRECT in stats:
+            value = format_number("{:.2f}", stats[FORK_DIRECT]["median"])
+            lines.append(table_line(f"  {label}, fork_root.check (us)", ["", "", value]))
+    if CALLGRIND_BASELINE in result.get("callgrind_ir_per_check", {}):
+        baseline = result["callgrind_ir_per_check"][CALLGRIND_BASELINE]
+        lines.append(f"  (callgrind: loop + empty torch root = {baseline:.0f} Ir/check, subtracted)")
     for name, problems in result["problems"].items():
         for problem in problems:
             lines.append(f"  ! {name}: {problem}")
@@ -666,11 +881,11 @@ PLOT_METRICS: tuple[tuple[str, str], ...] = (
 
 
 def plot_value(result: dict[str, Any], key: str, engine: str) -> float:
-    if key == "end_to_end":
-        value = result[key].get(engine, {}).get("overhead_us", float("nan"))
-    else:
-        value = result[key].get(engine, float("nan"))
-    return value if value > 0 else float("nan")  # log scale: noise can make e2e <= 0
+    stats = result[key].get(engine)
+    if stats is None:
+        return NAN
+    value = stats["overhead_us"]["median"] if key == "end_to_end" else stats["median"]
+    return value if value > 0 else NAN  # log scale: noise can make e2e <= 0
 
 
 def write_plot(results: Sequence[dict[str, Any]], path: str) -> None:
@@ -713,13 +928,30 @@ def environment() -> dict[str, Any]:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated subset of --list")
     parser.add_argument("--list", action="store_true", help="print the known models and exit")
-    parser.add_argument("--rounds", type=int, default=50, help="warm rounds, e2e call pairs; in situ uses 3x")
-    parser.add_argument("--quick", action="store_true", help="few rounds (smoke test; numbers are rough)")
-    parser.add_argument("--json", metavar="PATH", help="write machine-readable results")
+    parser.add_argument("--rounds", type=int, default=50, help="warm rounds and e2e call pairs; in situ uses 3x")
+    parser.add_argument("--quick", action="store_true", help="5 rounds, short batches (smoke test; rough numbers)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: guards run on one thread anyway, and one thread keeps "
+        "forward passes steady on a shared machine)",
+    )
+    parser.add_argument("--json", metavar="PATH", help="write machine-readable results (medians and quartiles)")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG bar chart (log y)")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="also count instructions per check under valgrind --tool=callgrind (slow: the models "
+        "are compiled again, under valgrind)",
+    )
+    parser.add_argument("--callgrind-calls", type=int, default=20, help="checks counted per engine")
+    parser.add_argument("--_callgrind-child", dest="callgrind_child", metavar="DIR", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -729,7 +961,8 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
         rounds=rounds,
         e2e_pairs=rounds,
         in_situ_rounds=3 * rounds,
-        warm_batch_s=0.002 if args.quick else 0.005,
+        warm_batch_s=0.003 if args.quick else 0.02,
+        prewarm_s=0.05 if args.quick else 0.3,
     )
 
 
@@ -742,19 +975,34 @@ def selected_models(names: str) -> list[ModelSpec]:
     return specs
 
 
+def bench_one(spec: ModelSpec, bench: BenchConfig, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = bench_model(spec, bench)
+    if args.callgrind:
+        try:
+            result["callgrind_ir_per_check"] = run_callgrind(spec, max(1, args.callgrind_calls))
+        except Exception as e:  # noqa: BLE001 - timings stand without the counts
+            result["problems"].setdefault("callgrind", []).append(f"{type(e).__name__}: {e}")
+    result["bench_seconds"] = time.perf_counter() - started
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
         print("\n".join(f"{name}{'  (default)' if name in DEFAULT_MODELS else ''}" for name in MODELS))
         return 0
+    torch.set_num_threads(max(1, args.threads))
+    if args.callgrind_child:
+        (spec,) = selected_models(args.models)
+        return callgrind_child(spec, max(1, args.callgrind_calls), args.callgrind_child)
     bench = bench_config(args)
     results: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
-    print(f"# {environment()}, rounds={bench.rounds}, in_situ_rounds={bench.in_situ_rounds}", flush=True)
+    print(f"# {environment()}, {bench}", flush=True)
     for spec in selected_models(args.models):
-        started = time.perf_counter()
         try:
-            result = bench_model(spec, bench)
+            result = bench_one(spec, bench, args)
         except ModelUnavailable as e:
             skipped[spec.name] = str(e)
             print(f"== {spec.name}: skipped, {e}\n", flush=True)
@@ -763,15 +1011,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             skipped[spec.name] = f"{type(e).__name__}: {e}"
             print(f"== {spec.name}: FAILED\n{traceback.format_exc()}", flush=True)
             continue
-        result["bench_seconds"] = time.perf_counter() - started
         results.append(result)
         print(format_table(result) + f"\n  ({result['bench_seconds']:.0f} s)\n", flush=True)
     if args.json:
+        report = {"environment": environment(), "config": dataclasses.asdict(bench), "results": results, "skipped": skipped}
         with open(args.json, "w") as f:
-            json.dump({"environment": environment(), "config": dataclasses.asdict(bench), "results": results, "skipped": skipped}, f, indent=2)
+            json.dump(report, f, indent=2)
     if args.plot and results:
         write_plot(results, args.plot)
-    return 0 if results or not args.models else 1
+    return 0 if results else 1
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import torch._dynamo.guards as stock_guards
 
 from dynamo_guards import _C
 from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
+from dynamo_guards.nn_module_attributes import getattr_on_nn_module
+from dynamo_guards.trace_hooks import install_trace_hooks, uninstall_trace_hooks
 
 log = logging.getLogger("dynamo_guards")
 
@@ -39,19 +41,30 @@ _ENGINE_NAMES: dict[str, Any] = {
     "install_symbolic_shape_guard": _C.install_symbolic_shape_guard,
 }
 
+# GuardBuilder methods replaced while the engine builds a frame's guards.
+_ENGINE_BUILDER_METHODS: dict[str, Any] = {
+    "getattr_on_nn_module": getattr_on_nn_module,
+}
+
 _original_init: Callable[..., None] | None = None
 
 
 @contextlib.contextmanager
 def _engine_names_in_torch() -> Iterator[None]:
-    saved = {name: getattr(stock_guards, name) for name in _ENGINE_NAMES}
+    builder = stock_guards.GuardBuilder
+    saved_names = {name: getattr(stock_guards, name) for name in _ENGINE_NAMES}
+    saved_methods = {name: builder.__dict__[name] for name in _ENGINE_BUILDER_METHODS}
     for name, value in _ENGINE_NAMES.items():
         setattr(stock_guards, name, value)
+    for name, value in _ENGINE_BUILDER_METHODS.items():
+        setattr(builder, name, value)
     try:
         yield
     finally:
-        for name, value in saved.items():
+        for name, value in saved_names.items():
             setattr(stock_guards, name, value)
+        for name, value in saved_methods.items():
+            setattr(builder, name, value)
 
 
 def _stock_fallback_reason(kwargs: dict[str, Any]) -> str | None:
@@ -98,6 +111,7 @@ def install() -> None:
     _original_init = stock_guards.CheckFunctionManager.__init__
     wrapped = functools.wraps(_original_init)(_check_function_manager_init)
     stock_guards.CheckFunctionManager.__init__ = wrapped  # type: ignore[method-assign]
+    install_trace_hooks()
 
 
 def uninstall() -> None:
@@ -108,6 +122,7 @@ def uninstall() -> None:
         return
     stock_guards.CheckFunctionManager.__init__ = _original_init  # type: ignore[method-assign]
     _original_init = None
+    uninstall_trace_hooks()
 
 
 def is_installed() -> bool:

@@ -10,6 +10,8 @@
 #include "torch/csrc/dynamo/accessors.h"
 #include "torch/csrc/dynamo/container_guards.h"
 #include "torch/csrc/dynamo/dict_guard_manager.h"
+#include "torch/csrc/dynamo/module_attr_guards.h"
+#include "torch/csrc/dynamo/nn_module_attr_accessor.h"
 #include "torch/csrc/dynamo/python_guards.h"
 #include "torch/csrc/dynamo/relational_guards.h"
 #include "torch/csrc/dynamo/root_checker.h"
@@ -169,6 +171,10 @@ PYBIND11_MODULE(_C, m) {
   def_leaf_class<RANGE_ITERATOR_MATCH>(m, "RANGE_ITERATOR_MATCH");
   def_leaf_class<GLOBAL_STATE>(m, "GLOBAL_STATE");
   def_leaf_class<TORCH_FUNCTION_MODE_STACK>(m, "TORCH_FUNCTION_MODE_STACK");
+  py::class_<NN_MODULE_ATTR_RESOLUTION, LeafGuard, std::shared_ptr<NN_MODULE_ATTR_RESOLUTION>>(m, "NN_MODULE_ATTR_RESOLUTION")
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<RelationalSlot, LeafGuard, std::shared_ptr<RelationalSlot>>(m, "RelationalGuard");
 
   // ---- accessors ----
@@ -205,6 +211,7 @@ PYBIND11_MODULE(_C, m) {
   DYNAMO_GUARDS_BIND_ACCESSOR(TensorSizeGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(TensorStrideGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(TensorStorageOffsetGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(NNModuleAttrGuardAccessor).def("path_at_build", &NNModuleAttrGuardAccessor::path_at_build);
 #undef DYNAMO_GUARDS_BIND_ACCESSOR
 
   // ---- managers ----
@@ -319,6 +326,12 @@ PYBIND11_MODULE(_C, m) {
     .def("add_dimension_marking_guard", [](GuardManager& self, py::dict expected, py::list absent, py::dict dependent, py::object parts, py::object stack) {
       add_leaf<DIMENSION_DYNAMIC_MARKING_GUARD>(self, expected, absent, dependent, parts, stack);
     }, py::arg("expected_attrs"), py::arg("absent_attrs"), py::arg("dependent_attrs"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_nn_module_attr_resolution_guard", [](GuardManager& self, py::object name, py::object dict_name, py::object parts, py::object stack) {
+      add_leaf<NN_MODULE_ATTR_RESOLUTION>(self, name, dict_name, parts, stack);
+    }, py::arg("name"), py::arg("dict_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
+      add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack);
+    }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_dict_version_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
       add_leaf<DICT_VERSION>(self, value, parts, stack);
     }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -370,6 +383,12 @@ PYBIND11_MODULE(_C, m) {
   def_keyless_manager<GetGenericDictGuardAccessor>(gm, "get_generic_dict_manager");
   def_keyed_manager<GenericGetAttrGuardAccessor>(gm, "generic_getattr_manager", "attr");
   def_keyed_manager<GetAttrGuardAccessor>(gm, "getattr_manager", "attr");
+  gm.def(
+      "nn_module_attr_manager",
+      [](GuardManager& self, py::object attr, std::string source, py::object example_value, py::object guard_manager_enum, py::object example_module) {
+        return self.child_manager<NNModuleAttrGuardAccessor>(attr, std::move(source), example_value, guard_manager_enum, example_module);
+      },
+      py::arg("attr"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), py::arg("example_module"), kChild);
 
   py::class_<DictGuardManager, GuardManager, std::unique_ptr<DictGuardManager, py::nodelete>>(m, "DictGuardManager")
       .def(
@@ -461,7 +480,7 @@ PYBIND11_MODULE(_C, m) {
                           "LENGTH_CHECK", "DICT_LENGTH", "TUPLE_ITERATOR_LEN", "FLOAT_IS_NAN", "COMPLEX_IS_NAN",
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
-                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD"}) {
+                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH"}) {
       kinds[k] = "native";
     }
     for (const char* k : {"GLOBAL_STATE", "TORCH_FUNCTION_MODE_STACK", "DUAL_LEVEL_MATCH", "FAKE_SCRIPT_TYPE_MATCH",

@@ -4,12 +4,6 @@
 
 namespace dynamo_guards {
 
-int lookup_optional_attr(PyObject* obj, PyObject* name, PyObject** result) {
-  // CPython 3.11 exports this helper; for types using the generic getattr it
-  // skips building the AttributeError entirely.
-  return _PyObject_LookupAttr(obj, name, result);
-}
-
 namespace {
 
 py::str checked_name(const py::object& name, const char* what) {
@@ -88,9 +82,7 @@ NO_HASATTR::NO_HASATTR(py::object attr_name, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)), attr_name_(checked_name(attr_name, "attr_name")) {}
 
 bool NO_HASATTR::check(PyObject* value) {
-  PyObject* found = nullptr;
-  int r = lookup_optional_attr(value, attr_name_.ptr(), &found);
-  Py_XDECREF(found);
+  int r = has_attribute(value, attr_name_.ptr(), plan_.get(Py_TYPE(value), attr_name_.ptr()));
   if (r < 0) {
     // hasattr() propagates non-AttributeError exceptions; a guard treats the
     // value as changed.
@@ -130,37 +122,50 @@ DIMENSION_DYNAMIC_MARKING_GUARD::DIMENSION_DYNAMIC_MARKING_GUARD(
     py::object parts,
     py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {
+  auto attribute = [](py::handle name, const char* what) {
+    return Attribute{checked_name(py::reinterpret_borrow<py::object>(name), what), CachedAttrPlan()};
+  };
   for (auto item : expected) {
-    expected_.push_back({checked_name(py::reinterpret_borrow<py::object>(item.first), "marking name"),
-                         py::reinterpret_borrow<py::object>(item.second)});
+    expected_.push_back({attribute(item.first, "marking name"), py::reinterpret_borrow<py::object>(item.second)});
   }
   for (py::handle name : absent) {
-    absent_.push_back(checked_name(py::reinterpret_borrow<py::object>(name), "marking name"));
+    absent_.push_back(attribute(name, "marking name"));
   }
   for (auto item : dependent) {
     py::tuple pair = py::reinterpret_borrow<py::object>(item.second).cast<py::tuple>();
     if (pair.size() != 2) {
       throw py::value_error("dependent markings map a name to (value, gate_attribute)");
     }
-    dependent_.push_back({checked_name(py::reinterpret_borrow<py::object>(item.first), "marking name"),
-                          pair[0],
-                          checked_name(pair[1], "gate attribute")});
+    dependent_.push_back({attribute(item.first, "marking name"), pair[0], attribute(pair[1], "gate attribute")});
   }
 }
 
+int DIMENSION_DYNAMIC_MARKING_GUARD::lookup(PyObject* value, Attribute& attr, PyObject** found) {
+  const AttrPlan& plan = attr.plan.get(Py_TYPE(value), attr.name.ptr());
+  if (found == nullptr) {
+    return has_attribute(value, attr.name.ptr(), plan);
+  }
+  *found = read_attribute(value, attr.name.ptr(), plan);
+  if (*found != nullptr) {
+    return 1;
+  }
+  if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();
+    return 0;
+  }
+  return -1;
+}
+
 bool DIMENSION_DYNAMIC_MARKING_GUARD::check(PyObject* value) {
-  for (const py::str& name : absent_) {
-    PyObject* found = nullptr;
-    int r = lookup_optional_attr(value, name.ptr(), &found);
-    Py_XDECREF(found);
-    if (r != 0) {
+  for (Attribute& attr : absent_) {
+    if (lookup(value, attr, nullptr) != 0) {
       discard_python_error();
       return false;
     }
   }
-  for (const Expected& e : expected_) {
+  for (Expected& e : expected_) {
     PyObject* found = nullptr;
-    int r = lookup_optional_attr(value, e.name.ptr(), &found);
+    int r = lookup(value, e.attr, &found);
     if (r < 0) {
       discard_python_error();
       return false;
@@ -178,19 +183,17 @@ bool DIMENSION_DYNAMIC_MARKING_GUARD::check(PyObject* value) {
       return false;
     }
   }
-  for (const Dependent& d : dependent_) {
-    PyObject* gate = nullptr;
-    int r = lookup_optional_attr(value, d.gate.ptr(), &gate);
-    Py_XDECREF(gate);
-    if (r < 0) {
+  for (Dependent& d : dependent_) {
+    int gated = lookup(value, d.gate, nullptr);
+    if (gated < 0) {
       discard_python_error();
       return false;
     }
-    if (r == 0) {
+    if (gated == 0) {
       continue;
     }
     PyObject* found = nullptr;
-    r = lookup_optional_attr(value, d.name.ptr(), &found);
+    int r = lookup(value, d.attr, &found);
     if (r < 0) {
       discard_python_error();
       return false;

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
 
 namespace dynamo_guards {
@@ -45,7 +46,12 @@ class DICT_VERSION : public LeafGuard {
   uint64_t version_;
 };
 
-// not hasattr(value, attr_name).
+// not hasattr(value, attr_name). For a type with the generic
+// __getattribute__, no __getattr__ and no class attribute of that name, this
+// is "not in the instance __dict__": a dict membership test instead of a
+// failed lookup that builds an AttributeError. The choice is a
+// CachedAttrPlan, re-made whenever the value's type or its version tag
+// differs (see attribute_resolution.h for why that is sound).
 class NO_HASATTR : public LeafGuard {
  public:
   NO_HASATTR(py::object attr_name, py::object parts, py::object stack);
@@ -54,6 +60,7 @@ class NO_HASATTR : public LeafGuard {
 
  private:
   py::str attr_name_;
+  CachedAttrPlan plan_;
 };
 
 // list(value.keys()) == expected keys, in order.
@@ -70,7 +77,10 @@ class MAPPING_KEYS_MATCH : public LeafGuard {
 // The user's dimension markings on a tensor (mark_dynamic and friends):
 // each marking present at compile time may only shrink, each absent one must
 // stay absent, and the dependent attributes gated on an unbacked marking
-// keep their value.
+// keep their value. Markings live in the tensor's instance __dict__; every
+// hasattr/getattr goes through a CachedAttrPlan, so for torch.Tensor (no
+// such class attributes, generic getattr) each check is a dict lookup, and a
+// class that gains such an attribute is re-planned (attribute_resolution.h).
 class DIMENSION_DYNAMIC_MARKING_GUARD : public LeafGuard {
  public:
   DIMENSION_DYNAMIC_MARKING_GUARD(py::dict expected, py::list absent, py::dict dependent, py::object parts, py::object stack);
@@ -78,23 +88,26 @@ class DIMENSION_DYNAMIC_MARKING_GUARD : public LeafGuard {
   const char* kind() const override { return "DIMENSION_DYNAMIC_MARKING_GUARD"; }
 
  private:
-  struct Expected {
+  struct Attribute {
     py::str name;
+    CachedAttrPlan plan;
+  };
+  struct Expected {
+    Attribute attr;
     py::object allowed;  // a set: the runtime marking must be a subset
   };
   struct Dependent {
-    py::str name;
+    Attribute attr;
     py::object value;
-    py::str gate;
+    Attribute gate;
   };
+  // 1 / 0 / -1 as has_attribute; *found gets a new reference when 1 and
+  // found != nullptr.
+  static int lookup(PyObject* value, Attribute& attr, PyObject** found);
   std::vector<Expected> expected_;
-  std::vector<py::str> absent_;
+  std::vector<Attribute> absent_;
   std::vector<Dependent> dependent_;
 };
 
-// Looks an attribute up without materialising an AttributeError when it is
-// missing. Returns 1 and sets *result (new reference), 0 when absent, -1 on
-// any other error (which stays set).
-int lookup_optional_attr(PyObject* obj, PyObject* name, PyObject** result);
 
 }  // namespace dynamo_guards

@@ -1,0 +1,354 @@
+"""nn.Module attribute resolution under the fork: Python's lookup order
+(data descriptor > instance __dict__ > class attribute > _parameters >
+_buffers > _modules), and every mutation that changes what Python finds.
+
+Each scenario compiles a module, calls it, mutates it, calls again, under
+stock torch and under the fork. The fork must equal eager after every step;
+where stock torch also equals eager, the fork must recompile exactly when
+stock does. Where stock torch 2.13 returns a stale result, the test says so
+(``stock_stale=True``) and checks that stock still does, so the list of
+stock's wrong verdicts stays true."""
+
+# Owner(s): ["module: dynamo"]
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch
+import torch._dynamo
+import torch._dynamo.guards
+from torch import nn
+from torch._dynamo.test_case import run_tests, TestCase
+
+import dynamo_guards
+from scenario import fork_used_everywhere, Step, stock_and_fork
+
+
+def call_module(module: Any, args: Any) -> Any:
+    return module(*args)
+
+
+class ShadowingTestCase(TestCase):
+    def check(
+        self,
+        make_module: Callable[[], nn.Module],
+        mutate: Callable[[Any], None],
+        *,
+        stock_stale: bool = False,
+        recompiles: bool | None = None,
+        grad_mode: bool = False,
+        shape: tuple[int, ...] = (2, 4),
+    ):
+        """Compile, call, ``mutate(state)``, call again."""
+
+        def make():
+            torch.manual_seed(0)
+            return SimpleNamespace(target=make_module(), x=torch.randn(*shape))
+
+        steps = [Step("first"), Step("again"), Step("mutated", mutate), Step("mutated again")]
+        stock, fork = stock_and_fork(make, call_module, steps, lambda s: (s.x,), grad_mode=grad_mode)
+        report = f"\nstock: {stock}\nfork: {fork}"
+        self.assertTrue(fork_used_everywhere(fork), fork.wrapper_types)
+        self.assertEqual(fork.equal_to_eager, [True] * len(steps), "the fork returned a stale result" + report)
+        self.assertEqual(fork.frame_counts[1], 1, "the fork recompiled without a mutation")
+        if stock_stale:
+            self.assertIn(False, stock.equal_to_eager, "stock torch is no longer stale here: update the test" + report)
+        else:
+            self.assertEqual(stock.equal_to_eager, [True] * len(steps), report)
+            self.assertEqual(fork.frame_counts, stock.frame_counts, report)
+        if recompiles is not None:
+            self.assertEqual(fork.frame_counts[2] > fork.frame_counts[1], recompiles, report)
+        return stock, fork
+
+
+# ---------------------------------------------------------------------------
+# Modules used by the scenarios
+# ---------------------------------------------------------------------------
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("offset", torch.ones(4))
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.lin(x) * self.scale + self.offset
+
+
+class Outer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Scaled()
+        self.layers = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+        self.heads = nn.ModuleDict({"a": nn.Linear(4, 4)})
+
+    def forward(self, x):
+        x = self.inner(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.heads["a"](x)
+
+
+class ModeDependent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(4, 4), Branchy())
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class Branchy(nn.Module):
+    def forward(self, x):
+        return x * 2 if self.training else x * 3
+
+
+# ---------------------------------------------------------------------------
+# The upstream review's attribute-precedence example
+# ---------------------------------------------------------------------------
+class PrecedenceBase(nn.Module):
+    def linear(self, x):
+        return x * 5
+
+    def b(self, x):
+        return x * 7
+
+
+class Precedence(PrecedenceBase):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(11, 11)  # stored in _modules: the base method still wins
+        self.a = 2
+        self.b = 2  # instance __dict__ beats the class method b
+
+    def forward(self, x):
+        return self.linear(x) * self.a * self.b
+
+
+class AttributePrecedenceTests(ShadowingTestCase):
+    def test_attribute_precedence(self):
+        trees = []
+        previous = torch._dynamo.guards.guard_manager_testing_hook_fn
+        torch._dynamo.guards.guard_manager_testing_hook_fn = lambda w, f_locals, b: trees.append(str(w))
+        try:
+            torch._dynamo.reset()
+            mod = Precedence()
+            x = torch.randn(3, 11)
+            with dynamo_guards.enabled():
+                counter = torch._dynamo.testing.CompileCounter()
+                opt = torch.compile(mod, backend=counter)
+                self.assertEqual(opt(x), mod(x))
+                self.assertEqual(opt(x), mod(x))
+            self.assertEqual(counter.frame_count, 1)
+        finally:
+            torch._dynamo.guards.guard_manager_testing_hook_fn = previous
+            torch._dynamo.reset()
+        (tree,) = trees
+        lines = tree.splitlines()
+        accessors = {line.split("accessed_by=")[1].split(", type=")[0] for line in lines if "NNModuleAttr" in line}
+        self.assertIn("NNModuleAttrGuardAccessor('a' from __dict__)", accessors)
+        self.assertIn("NNModuleAttrGuardAccessor('b' from __dict__)", accessors)
+        # linear is registered in _modules, but the base-class method answers:
+        # the tree reads it from the class, never from _modules.
+        self.assertTrue(
+            any("CLASS_ATTR_MATCH: L['self'].linear from class attribute on test_modules.PrecedenceBase" in l for l in lines)
+        )
+        self.assertFalse([l for l in lines if "_modules['linear']" in l or "'linear' from _modules" in l])
+
+
+# ---------------------------------------------------------------------------
+# Mutations that change what Python finds: each must give the eager result
+# ---------------------------------------------------------------------------
+class InstanceAttributeTests(ShadowingTestCase):
+    def test_instance_attribute_set(self):
+        self.check(Scaled, lambda s: setattr(s.target, "scale", 3.0), recompiles=True)
+
+    def test_instance_attribute_deleted_falls_back_to_class(self):
+        self.check(local_instance(Scaled, scale=5.0), lambda s: delattr(s.target, "scale"), recompiles=True)
+
+    def test_object_setattr_shadows_submodule(self):
+        def shadow(s):
+            object.__setattr__(s.target, "lin", nn.Identity())
+
+        self.check(Scaled, shadow, stock_stale=True, recompiles=True)
+
+    def test_object_setattr_shadows_parameter(self):
+        def shadow(s):
+            object.__setattr__(s.target.lin, "bias", torch.zeros(4))
+
+        self.check(Scaled, shadow, stock_stale=True)
+
+    def test_object_setattr_shadows_buffer(self):
+        def shadow(s):
+            object.__setattr__(s.target, "offset", torch.zeros(4))
+
+        self.check(Scaled, shadow, stock_stale=True)
+
+
+def local_instance(base: type, *args: Any, **attrs: Any) -> Callable[[], nn.Module]:
+    """A factory making an instance of a fresh subclass of ``base`` per call,
+    so that class mutations of one run (stock, fork) never leak into the
+    other. ``attrs`` become class attributes of the subclass."""
+
+    def make() -> nn.Module:
+        return type(base.__name__ + "Local", (base,), dict(attrs))(*args)
+
+    return make
+
+
+class ClassAttributeTests(ShadowingTestCase):
+    def test_class_attribute_added_shadows_submodule(self):
+        def shadow(s):
+            type(s.target).lin = nn.Identity()
+
+        self.check(local_instance(Scaled), shadow, stock_stale=True, recompiles=True)
+
+    def test_class_attribute_added_shadows_buffer(self):
+        def shadow(s):
+            type(s.target).offset = torch.zeros(4)
+
+        self.check(local_instance(Scaled), shadow, stock_stale=True, recompiles=True)
+
+    def test_class_attribute_added_shadows_parameter(self):
+        def make():
+            mod = Scaled()
+            mod.lin = local_instance(nn.Linear, 4, 4)()
+            return mod
+
+        def shadow(s):
+            type(s.target.lin).bias = torch.zeros(4)
+
+        self.check(make, shadow, stock_stale=True, recompiles=True)
+
+    def test_class_attribute_deleted_stops_shadowing(self):
+        def make():
+            mod = local_instance(Scaled)()
+            type(mod).lin = nn.Identity()  # shadows the submodule at compile time
+            return mod
+
+        def unshadow(s):
+            del type(s.target).lin
+
+        self.check(make, unshadow, recompiles=True)
+
+    def test_property_added_over_instance_attribute(self):
+        def shadow(s):
+            type(s.target).scale = property(lambda self: 10.0)
+
+        self.check(local_instance(Scaled), shadow, stock_stale=True, recompiles=True)
+
+    def test_property_replaced(self):
+        def forward(self, x):
+            return Scaled.forward(self, x) * self.factor
+
+        def replace(s):
+            type(s.target).factor = property(lambda self: 4.0)
+
+        self.check(local_instance(Scaled, factor=property(lambda self: 2.0), forward=forward), replace, recompiles=True)
+
+    def test_method_replaced_on_class(self):
+        def replace(s):
+            type(s.target).b = lambda self, x: x * 11
+
+        make = local_instance(PrecedenceBase, forward=lambda self, x: self.b(x))
+        self.check(make, replace, shape=(3, 11), stock_stale=True, recompiles=True)
+
+    def test_method_deleted_on_class(self):
+        def delete(s):
+            del type(s.target).b  # PrecedenceBase.b answers again
+
+        make = local_instance(PrecedenceBase, forward=lambda self, x: self.b(x), b=lambda self, x: x * 13)
+        self.check(make, delete, shape=(3, 11), stock_stale=True, recompiles=True)
+
+    def test_custom_getattr_added_to_class(self):
+        def add_getattr(s):
+            def __getattr__(self, name):
+                if name == "lin":
+                    return nn.Identity()
+                return nn.Module.__getattr__(self, name)
+
+            type(s.target).__getattr__ = __getattr__
+
+        self.check(local_instance(Scaled), add_getattr, stock_stale=True, recompiles=True)
+
+    def test_class_swapped(self):
+        class Tripled(Scaled):
+            def forward(self, x):
+                return super().forward(x) * 3
+
+        def swap(s):
+            s.target.__class__ = Tripled
+
+        self.check(Scaled, swap, recompiles=True)
+
+
+class SubmoduleTests(ShadowingTestCase):
+    def test_submodule_swapped(self):
+        # Same type and parameter shapes: parameters are graph inputs, so the
+        # swap needs no recompile, only the new weights.
+        self.check(Outer, lambda s: setattr(s.target.inner, "lin", nn.Linear(4, 4)), recompiles=False)
+
+    def test_submodule_swapped_for_another_type(self):
+        self.check(Outer, lambda s: setattr(s.target.inner, "lin", nn.Identity()), recompiles=True)
+
+    def test_module_list_appended(self):
+        self.check(Outer, lambda s: s.target.layers.append(nn.Linear(4, 4)), recompiles=True)
+
+    def test_module_dict_replaced(self):
+        self.check(Outer, lambda s: s.target.heads.__setitem__("a", nn.Linear(4, 4)), recompiles=False)
+        self.check(Outer, lambda s: s.target.heads.__setitem__("a", nn.Identity()), recompiles=True)
+
+    def test_training_toggled_deep(self):
+        self.check(ModeDependent, lambda s: s.target.inner[1].train(False), recompiles=True)
+
+    def test_training_toggled_at_root(self):
+        self.check(ModeDependent, lambda s: s.target.train(False), recompiles=True)
+
+    def test_forward_monkeypatched_on_instance(self):
+        self.check(Scaled, lambda s: setattr(s.target, "forward", lambda x: x * 9))
+
+    def test_forward_monkeypatched_on_submodule(self):
+        self.check(Outer, lambda s: setattr(s.target.layers[0], "forward", lambda x: x - 1))
+
+
+class ParameterTests(ShadowingTestCase):
+    def test_parameter_reassigned(self):
+        def reassign(s):
+            s.target.lin.weight = nn.Parameter(torch.randn(4, 4))
+
+        self.check(Scaled, reassign)
+
+    def test_parameter_requires_grad_flipped(self):
+        self.check(Scaled, lambda s: s.target.lin.weight.requires_grad_(False), grad_mode=True)
+
+    def test_parameter_dtype_changed(self):
+        def to_double(s):
+            s.target.double()
+            s.x = s.x.double()
+
+        self.check(Scaled, to_double, recompiles=True)
+
+
+class NoRecompileTests(ShadowingTestCase):
+    def test_parameter_values_changed_in_place(self):
+        def update(s):
+            with torch.no_grad():
+                s.target.lin.weight.add_(1.0)
+
+        self.check(Scaled, update, recompiles=False)
+
+    def test_buffer_values_updated(self):
+        self.check(Scaled, lambda s: s.target.offset.mul_(3.0), recompiles=False)
+
+    def test_unrelated_attribute_on_unrelated_module(self):
+        unrelated = nn.Linear(2, 2)
+        self.check(Scaled, lambda s: setattr(unrelated, "note", "hello"), recompiles=False)
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,139 @@
+"""Guards on nn.Module attributes, read along Python's own lookup order
+(upstream: ``GuardBuilder.getattr_on_nn_module`` in torch/_dynamo/guards.py).
+
+torch 2.13 chooses, at build time only, between ``mod.__dict__[name]``,
+``mod.__dict__['_parameters' | '_buffers' | '_modules'][name]`` and getattr,
+and never re-checks that choice; a class attribute, property or
+``object.__setattr__`` added later makes the compiled code silently keep the
+old value. Here every module attribute is read by one
+``NNModuleAttrGuardAccessor``, which follows the lookup order on every call
+and re-plans when the class changes (torch/csrc/dynamo/attribute_resolution.h
+states the soundness argument). The accessor's ``repr`` shows the path taken
+at build time and, for every fallback to getattr, why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynamo_guards import _C
+
+
+def getattr_on_nn_module(
+    builder: Any,
+    source: Any,
+    base_guard_manager: Any,
+    base_example_value: Any,
+    example_value: Any,
+    base_source_name: str,
+    source_name: str,
+    guard_manager_enum: Any,
+) -> Any:
+    """Drop-in for ``GuardBuilder.getattr_on_nn_module`` (same arguments)."""
+    return base_guard_manager.nn_module_attr_manager(
+        attr=source.member,
+        source=source_name,
+        example_value=example_value,
+        guard_manager_enum=guard_manager_enum,
+        example_module=base_example_value,
+    )
+
+
+# nn.Module.__getattr__'s order; Dynamo's trace reads the dicts itself.
+MODULE_DICTS = ("_parameters", "_buffers", "_modules")
+
+
+def python_module_dict_slot(module: Any, name: str) -> str | None:
+    """Which of nn.Module's dicts answers ``module.name`` by Python's lookup
+    (None when something else does). The reference the native guard must
+    agree with; also used when a frame falls back to stock torch."""
+    cls = type(module)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return None
+    if getattr(cls, "__getattr__", None) is not nn_module_getattr():
+        return None
+    if any(name in vars(klass) for klass in cls.__mro__):
+        return None
+    instance_dict = getattr(module, "__dict__", None)
+    if instance_dict is None or name in instance_dict:
+        return None
+    for key in MODULE_DICTS:
+        sub = instance_dict.get(key)
+        if type(sub) is dict and name in sub:
+            return key
+    return None
+
+
+def nn_module_getattr() -> Any:
+    import torch
+
+    return torch.nn.Module.__getattr__
+
+
+def NN_MODULE_ATTR_RESOLUTION(builder: Any, guard: Any, *, name: str, dict_name: str) -> None:
+    """Guard create function: ``guard.name`` (a module) keeps answering
+    ``.name`` from ``dict_name``. See module_attr_guards.h."""
+    code = f"{guard.name}.{name} is {guard.name}.{dict_name}[{name!r}]"
+    if code in builder.already_added_code_parts:
+        return
+    module = builder.get(guard)
+    if python_module_dict_slot(module, name) != dict_name:
+        # Dynamo's trace reads _parameters, _modules, _buffers in that order,
+        # nn.Module reads _parameters, _buffers, _modules; for a name in two
+        # dicts the trace itself disagrees with Python and there is nothing
+        # this guard could keep valid.
+        return
+    manager = builder.get_guard_manager(guard)
+    from torch._dynamo.guards import get_verbose_code_parts
+
+    parts = get_verbose_code_parts(code, guard)
+    if isinstance(manager, _C.GuardManager):
+        manager.add_nn_module_attr_resolution_guard(name, dict_name, parts, guard.user_stack)
+    else:
+        manager.add_lambda_guard(
+            lambda m: python_module_dict_slot(m, name) == dict_name, parts, guard.user_stack
+        )
+    builder.already_added_code_parts.add(code)
+
+
+def traced_dict_of(module: Any, name: str) -> str | None:
+    """The dict Dynamo's ``manually_trace_nn_module_getattr`` read ``name``
+    from (its order: _parameters, _modules, _buffers)."""
+    instance_dict = getattr(module, "__dict__", {})
+    for key in ("_parameters", "_modules", "_buffers"):
+        if name in instance_dict.get(key, {}):
+            return key
+    return None
+
+
+def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
+    """(defining class, object) for ``name`` in ``cls.__mro__``, as
+    CPython's type lookup finds it; None when absent."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return klass, vars(klass)[name]
+    return None
+
+
+def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
+    """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
+    still finds the object the trace found. See module_attr_guards.h."""
+    value = builder.get(guard)
+    found = class_lookup(type(value), name)
+    if found is None:
+        return
+    owner, expected = found
+    code = f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}"
+    if code in builder.already_added_code_parts:
+        return
+    from torch._dynamo.guards import get_verbose_code_parts
+
+    parts = get_verbose_code_parts(code, guard)
+    manager = builder.get_guard_manager(guard)
+    if isinstance(manager, _C.GuardManager):
+        manager.add_class_attr_match_guard(name, expected, parts, guard.user_stack)
+    else:
+        manager.add_lambda_guard(
+            lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected, parts, guard.user_stack
+        )
+    builder.already_added_code_parts.add(code)

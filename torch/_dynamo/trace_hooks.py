@@ -1,0 +1,68 @@
+"""Guards Dynamo's trace forgets (upstream: torch/_dynamo/variables/nn_module.py
+and user_defined.py).
+
+When Dynamo traces ``module.name`` that Python answers through
+nn.Module.__getattr__, it reads ``module._modules['name']`` (or _parameters /
+_buffers) directly and guards only that dict entry, not the facts that made
+__getattr__ the one to answer. While the fork is installed, every such read
+also installs NN_MODULE_ATTR_RESOLUTION on the module, which fails as soon
+as Python would find ``name`` anywhere else.
+
+Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
+property, a class constant), torch guards only ``type(obj)`` by id; while the
+fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
+the class (or a base) no longer answers with that object.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from torch._dynamo.guards import install_guard
+from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
+from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
+
+from dynamo_guards.nn_module_attributes import CLASS_ATTR_MATCH, NN_MODULE_ATTR_RESOLUTION, traced_dict_of
+
+_original_manual_getattr: Callable[..., Any] | None = None
+_original_class_lookup: Callable[..., Any] | None = None
+
+
+def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
+    assert _original_manual_getattr is not None
+    out = _original_manual_getattr(self, tx, name)
+    dict_name = traced_dict_of(self.value, name)
+    if self.source is not None and dict_name is not None:
+        create = functools.partial(NN_MODULE_ATTR_RESOLUTION, name=name, dict_name=dict_name)
+        install_guard(self.source.make_guard(create))
+    return out
+
+
+def _lookup_class_mro_attr(self: Any, name: str) -> object:
+    assert _original_class_lookup is not None
+    first_lookup = name not in self._subobj_from_class
+    result = _original_class_lookup(self, name)
+    if first_lookup and result is not NO_SUCH_SUBOBJ and self.source is not None:
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+    return result
+
+
+def install_trace_hooks() -> None:
+    global _original_manual_getattr, _original_class_lookup
+    if _original_manual_getattr is not None:
+        return
+    _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
+    _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
+    UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _manually_trace_nn_module_getattr  # type: ignore[method-assign]
+    UserDefinedObjectVariable.lookup_class_mro_attr = _lookup_class_mro_attr  # type: ignore[method-assign]
+
+
+def uninstall_trace_hooks() -> None:
+    global _original_manual_getattr, _original_class_lookup
+    if _original_manual_getattr is None:
+        return
+    UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]
+    UserDefinedObjectVariable.lookup_class_mro_attr = _original_class_lookup  # type: ignore[method-assign]
+    _original_manual_getattr = None
+    _original_class_lookup = None

@@ -1,0 +1,248 @@
+#include "torch/csrc/dynamo/attribute_resolution.h"
+
+#include <array>
+#include <stdexcept>
+
+namespace dynamo_guards {
+
+namespace {
+
+struct ModuleFacts {
+  PyObject* module_getattr = nullptr;     // nn.Module.__getattr__ (strong)
+  getattrofunc module_getattro = nullptr;  // the getattr slot of classes defining __getattr__
+  PyObject* object_getattribute = nullptr;  // object.__getattribute__ (borrowed from object's dict)
+  PyObject* getattr_name = nullptr;
+  PyObject* getattribute_name = nullptr;
+};
+
+// Read once; torch.nn.Module and object live for the whole process.
+const ModuleFacts& module_facts() {
+  static ModuleFacts facts = [] {
+    ModuleFacts f;
+    f.getattr_name = PyUnicode_InternFromString("__getattr__");
+    f.getattribute_name = PyUnicode_InternFromString("__getattribute__");
+    f.object_getattribute = PyDict_GetItemWithError(PyBaseObject_Type.tp_dict, f.getattribute_name);
+    PyObject* nn = PyImport_ImportModule("torch.nn");
+    PyObject* module_type = nn != nullptr ? PyObject_GetAttrString(nn, "Module") : nullptr;
+    if (module_type != nullptr && PyType_Check(module_type)) {
+      auto* t = reinterpret_cast<PyTypeObject*>(module_type);
+      f.module_getattro = t->tp_getattro;
+      f.module_getattr = PyDict_GetItemWithError(t->tp_dict, f.getattr_name);
+      Py_XINCREF(f.module_getattr);
+    }
+    Py_XDECREF(module_type);
+    Py_XDECREF(nn);
+    PyErr_Clear();
+    return f;
+  }();
+  return facts;
+}
+
+// The class in type's MRO whose __dict__ defines `name` (for reasons).
+std::string defining_class(PyTypeObject* type, PyObject* name) {
+  PyObject* mro = type->tp_mro;
+  if (mro != nullptr && PyTuple_Check(mro)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+      auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i));
+      if (base->tp_dict != nullptr && PyDict_GetItemWithError(base->tp_dict, name) != nullptr) {
+        return base->tp_name;
+      }
+      PyErr_Clear();
+    }
+  }
+  return type->tp_name;
+}
+
+std::string describe(PyObject* descr) {
+  if (PyObject_TypeCheck(descr, &PyProperty_Type)) {
+    return "property";
+  }
+  return std::string("data descriptor ") + Py_TYPE(descr)->tp_name;
+}
+
+AttrPlan classify_class_attribute(PyTypeObject* type, PyObject* name, AttrPath when_absent) {
+  PyObject* found = _PyType_Lookup(type, name);  // borrowed; never sets an error
+  if (found == nullptr) {
+    return {when_absent, when_absent == AttrPath::ModuleDicts ? "nn.Module dicts" : "instance __dict__"};
+  }
+  if (Py_TYPE(found)->tp_descr_set != nullptr) {
+    return {AttrPath::GetAttr, describe(found) + " on class " + defining_class(type, name)};
+  }
+  return {AttrPath::InstanceDictThenClass, "class attribute on " + defining_class(type, name)};
+}
+
+// nn.Module.__getattr__'s search order.
+const std::array<PyObject*, 3>& module_dict_keys() {
+  static const std::array<PyObject*, 3> keys = {
+      PyUnicode_InternFromString("_parameters"),
+      PyUnicode_InternFromString("_buffers"),
+      PyUnicode_InternFromString("_modules"),
+  };
+  return keys;
+}
+
+PyObject* set_attribute_error(PyObject* name) {
+  PyErr_SetObject(PyExc_AttributeError, name);
+  return nullptr;
+}
+
+// The value for `name` in dict `d` (borrowed), nullptr if absent; -1 in
+// *error on a lookup error.
+PyObject* dict_lookup(PyObject* d, PyObject* name, int* error) {
+  PyObject* v = PyDict_GetItemWithError(d, name);
+  if (v == nullptr && PyErr_Occurred()) {
+    *error = -1;
+  }
+  return v;
+}
+
+}  // namespace
+
+AttrPlan plan_attribute(PyTypeObject* type, PyObject* name) {
+  const ModuleFacts& facts = module_facts();
+  if (type->tp_getattro == PyObject_GenericGetAttr) {
+    return classify_class_attribute(type, name, AttrPath::InstanceDictOnly);
+  }
+  if (facts.module_getattro == nullptr || type->tp_getattro != facts.module_getattro) {
+    return {AttrPath::GetAttr, std::string("custom getattr slot on ") + type->tp_name};
+  }
+  // A Python class with __getattr__: the slot runs __getattribute__, then
+  // __getattr__ on AttributeError. Both must be the ones whose behaviour the
+  // fast path reproduces.
+  if (_PyType_Lookup(type, facts.getattribute_name) != facts.object_getattribute) {
+    return {AttrPath::GetAttr, "custom __getattribute__ on " + defining_class(type, facts.getattribute_name)};
+  }
+  if (_PyType_Lookup(type, facts.getattr_name) != facts.module_getattr) {
+    return {AttrPath::GetAttr, "custom __getattr__ on " + defining_class(type, facts.getattr_name)};
+  }
+  return classify_class_attribute(type, name, AttrPath::ModuleDicts);
+}
+
+const AttrPlan& CachedAttrPlan::refresh(PyTypeObject* type, PyObject* name) {
+  plan_ = plan_attribute(type, name);
+  type_ = type;
+  // plan_attribute's _PyType_Lookup assigned a version tag when it could.
+  tag_ = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+  return plan_;
+}
+
+PyObject* instance_dict(PyObject* obj) {
+  PyObject** slot = _PyObject_GetDictPtr(obj);
+  return slot != nullptr ? *slot : nullptr;
+}
+
+PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan) {
+  int error = 0;
+  switch (plan.path) {
+    case AttrPath::GetAttr:
+      return PyObject_GetAttr(obj, name);
+    case AttrPath::InstanceDictOnly: {
+      PyObject* d = instance_dict(obj);
+      PyObject* v = d != nullptr ? dict_lookup(d, name, &error) : nullptr;
+      if (v != nullptr) {
+        return Py_NewRef(v);
+      }
+      return error != 0 ? nullptr : set_attribute_error(name);
+    }
+    case AttrPath::InstanceDictThenClass: {
+      PyObject* d = instance_dict(obj);
+      PyObject* v = d != nullptr ? dict_lookup(d, name, &error) : nullptr;
+      if (v != nullptr) {
+        return Py_NewRef(v);
+      }
+      return error != 0 ? nullptr : PyObject_GenericGetAttr(obj, name);
+    }
+    case AttrPath::ModuleDicts: {
+      const auto& keys = module_dict_keys();
+      PyObject* d = instance_dict(obj);
+      if (d == nullptr) {
+        return set_attribute_error(name);
+      }
+      PyObject* v = dict_lookup(d, name, &error);
+      if (v != nullptr || error != 0) {
+        return Py_XNewRef(v);
+      }
+      for (PyObject* key : keys) {
+        PyObject* sub = dict_lookup(d, key, &error);
+        if (error != 0) {
+          return nullptr;
+        }
+        if (sub == nullptr) {
+          continue;
+        }
+        if (!PyDict_CheckExact(sub)) {
+          // nn.Module.__getattr__ would use this object's own __contains__
+          // and __getitem__: let Python do exactly that.
+          return PyObject_GetAttr(obj, name);
+        }
+        v = dict_lookup(sub, name, &error);
+        if (v != nullptr || error != 0) {
+          return Py_XNewRef(v);
+        }
+      }
+      return set_attribute_error(name);
+    }
+  }
+  return PyObject_GetAttr(obj, name);
+}
+
+ModuleDictSlot locate_in_module_dicts(PyObject* obj, PyObject* name, const AttrPlan& plan) {
+  if (plan.path != AttrPath::ModuleDicts) {
+    return ModuleDictSlot::Elsewhere;
+  }
+  PyObject* d = instance_dict(obj);
+  if (d == nullptr) {
+    return ModuleDictSlot::Missing;
+  }
+  int error = 0;
+  if (dict_lookup(d, name, &error) != nullptr) {
+    return ModuleDictSlot::InstanceDict;
+  }
+  const auto& keys = module_dict_keys();
+  const ModuleDictSlot slots[] = {ModuleDictSlot::Parameters, ModuleDictSlot::Buffers, ModuleDictSlot::Modules};
+  for (size_t i = 0; i < keys.size() && error == 0; ++i) {
+    PyObject* sub = dict_lookup(d, keys[i], &error);
+    if (sub == nullptr) {
+      continue;
+    }
+    if (!PyDict_CheckExact(sub)) {
+      return ModuleDictSlot::Elsewhere;
+    }
+    if (dict_lookup(sub, name, &error) != nullptr) {
+      return slots[i];
+    }
+  }
+  return error != 0 ? ModuleDictSlot::Error : ModuleDictSlot::Missing;
+}
+
+ModuleDictSlot module_dict_slot_from_name(const std::string& key) {
+  if (key == "_parameters") {
+    return ModuleDictSlot::Parameters;
+  }
+  if (key == "_buffers") {
+    return ModuleDictSlot::Buffers;
+  }
+  if (key == "_modules") {
+    return ModuleDictSlot::Modules;
+  }
+  throw std::invalid_argument("expected _parameters, _buffers or _modules, got " + key);
+}
+
+int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan) {
+  if (plan.path == AttrPath::InstanceDictOnly) {
+    PyObject* d = instance_dict(obj);
+    return d != nullptr ? PyDict_Contains(d, name) : 0;
+  }
+  PyObject* v = read_attribute(obj, name, plan);
+  if (v != nullptr) {
+    Py_DECREF(v);
+    return 1;
+  }
+  if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();
+    return 0;
+  }
+  return -1;
+}
+
+}  // namespace dynamo_guards

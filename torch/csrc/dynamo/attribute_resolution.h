@@ -1,0 +1,90 @@
+// Where Python's attribute lookup finds `obj.name`, decided per type and
+// remembered while the type is unchanged.
+//
+// object.__getattribute__ looks in the MRO's class dicts first: a data
+// descriptor there wins; else the instance __dict__; else the class
+// attribute; else type(obj).__getattr__ (nn.Module's reads _parameters, then
+// _buffers, then _modules from the instance __dict__). Which of these steps
+// can apply is a property of the type alone, so it is computed once per type
+// and cached with the type's version tag.
+//
+// Soundness of the cache: CPython 3.11 clears a type's valid-version-tag flag
+// whenever the type or any of its bases is modified (attribute set or
+// deleted, __bases__ assigned, a slot updated), and hands out a fresh tag,
+// never reused, on the next lookup. A cached plan is used only while the
+// object's type is the cached type AND that type still carries the cached,
+// valid tag; anything else recomputes the plan. Types whose tag cannot be
+// assigned are planned on every use.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+
+namespace dynamo_guards {
+
+enum class AttrPath : unsigned char {
+  // No class attribute of that name; generic __getattribute__; nn.Module's
+  // __getattr__: instance __dict__, then _parameters, _buffers, _modules.
+  ModuleDicts,
+  // No class attribute; generic __getattribute__; no __getattr__: the
+  // instance __dict__ alone decides (hasattr == membership).
+  InstanceDictOnly,
+  // A non-data class attribute (method, plain value): instance __dict__,
+  // else the class attribute through its __get__.
+  InstanceDictThenClass,
+  // A data descriptor on the class, a custom __getattribute__ or
+  // __getattr__, or a type whose getattr slot is not Python's: the full
+  // getattr protocol, every time.
+  GetAttr,
+};
+
+struct AttrPlan {
+  AttrPath path = AttrPath::GetAttr;
+  // Why, in the user's terms; cold (printing only).
+  std::string reason;
+};
+
+// Decides the path for `name` (an interned str) on instances of `type`.
+// Never raises; a lookup error yields GetAttr.
+AttrPlan plan_attribute(PyTypeObject* type, PyObject* name);
+
+// The plan for one attribute name, cached per (type, version tag).
+class CachedAttrPlan {
+ public:
+  // `type` is borrowed and compared by identity only.
+  const AttrPlan& get(PyTypeObject* type, PyObject* name) {
+    if (type == type_ && tag_ != 0 && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) &&
+        type->tp_version_tag == tag_) {
+      return plan_;
+    }
+    return refresh(type, name);
+  }
+
+ private:
+  const AttrPlan& refresh(PyTypeObject* type, PyObject* name);
+
+  PyTypeObject* type_ = nullptr;  // identity only; may dangle, never dereferenced
+  unsigned int tag_ = 0;          // 0: nothing cached
+  AttrPlan plan_;
+};
+
+// The instance __dict__ of `obj` (borrowed), or nullptr when its type has
+// none. Like `obj.__dict__`, this may create the dict CPython keeps lazily.
+PyObject* instance_dict(PyObject* obj);
+
+// getattr(obj, name) along `plan`: a new reference, or nullptr with
+// AttributeError (or another error) set, exactly as Python's lookup.
+PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
+
+// hasattr(obj, name) along `plan`: 1, 0, or -1 with an error set.
+int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
+
+// Which step of the lookup answers `obj.name` for a ModuleDicts plan. For
+// any other plan the answer is Elsewhere (instance __dict__, class, getattr).
+enum class ModuleDictSlot : unsigned char { Parameters, Buffers, Modules, InstanceDict, Missing, Elsewhere, Error };
+ModuleDictSlot locate_in_module_dicts(PyObject* obj, PyObject* name, const AttrPlan& plan);
+// "_parameters" -> Parameters etc.; throws std::invalid_argument otherwise.
+ModuleDictSlot module_dict_slot_from_name(const std::string& key);
+
+}  // namespace dynamo_guards
