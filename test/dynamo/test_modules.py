@@ -309,6 +309,18 @@ class SubmoduleTests(ShadowingTestCase):
     def test_training_toggled_at_root(self):
         self.check(ModeDependent, lambda s: s.target.train(False), recompiles=True)
 
+    def test_forward_hook_added_to_submodule(self):
+        def add_hook(s):
+            s.target.inner.lin.register_forward_hook(lambda mod, args, out: out * 10)
+
+        self.check(Outer, add_hook, stock_stale=True, recompiles=True)
+
+    def test_forward_pre_hook_added_to_root(self):
+        def add_hook(s):
+            s.target.register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
+
+        self.check(Outer, add_hook, recompiles=True)
+
     def test_forward_monkeypatched_on_instance(self):
         self.check(Scaled, lambda s: setattr(s.target, "forward", lambda x: x * 9))
 

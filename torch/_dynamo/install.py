@@ -8,6 +8,10 @@ that, while one frame's guards are built, those names refer to this engine.
 Outside that window the names are torch's, so anything else in torch that
 uses them is unaffected.
 
+While the engine builds a frame's guards, ``skip_nnmodule_hook_guards`` is
+off: a hook registered on a module after compilation must recompile (stock
+torch 2.13 keeps calling the compiled code without the hook).
+
 A frame the engine cannot take falls back to stock torch for that frame,
 with one log line saying why: frames whose guards are serialized
 (precompile / ``save_guards``), and any frame whose build raised in the
@@ -88,7 +92,9 @@ def _check_function_manager_init(self: Any, *args: Any, **kwargs: Any) -> None:
         _original_init(self, *args, **kwargs)
         return
     try:
-        with _engine_names_in_torch():
+        # Empty hook dicts are guarded (torch skips them by default and then
+        # misses hooks added after compilation).
+        with _engine_names_in_torch(), torch._dynamo.config.patch(skip_nnmodule_hook_guards=False):
             _original_init(self, *args, **kwargs)
     except Exception as e:  # noqa: BLE001 - any engine failure falls back to stock
         log.warning(
