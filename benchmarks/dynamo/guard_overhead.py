@@ -205,7 +205,9 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec("distilbert", _transformers_model("DistilBertModel", "DistilBertConfig"), token_inputs),
         ModelSpec("gpt2", _transformers_model("GPT2Model", "GPT2Config"), token_inputs),
         ModelSpec("t5-small", _transformers_model("T5Model", "T5Config"), encoder_decoder_inputs),
-        ModelSpec("vit", _transformers_model("ViTModel", "ViTConfig"), hf_image_inputs),
+        # 32x32 images (4 patches): the guard tree is that of the default ViT,
+        # the forward pass is short enough for the e2e difference to show.
+        ModelSpec("vit", _transformers_model("ViTModel", "ViTConfig", image_size=32), hf_image_inputs),
         ModelSpec("timm_resnet50", _timm_model("resnet50"), image_inputs(224)),
         ModelSpec("timm_vit", _timm_model("vit_base_patch16_224"), image_inputs(224)),
     )
@@ -258,6 +260,26 @@ def live_output_codes() -> list[Any]:
     return [code for code in codes if code is not None]
 
 
+def snapshot_container(value: Any) -> Any:
+    """Copies of plain dicts, lists and tuples (recursively); other objects
+    as they are."""
+    if type(value) is dict:
+        return {k: snapshot_container(v) for k, v in value.items()}
+    if type(value) is list:
+        return [snapshot_container(v) for v in value]
+    if type(value) is tuple:
+        return tuple(snapshot_container(v) for v in value)
+    return value
+
+
+def snapshot_locals(f_locals: Any) -> dict[str, Any]:
+    """The frame's locals as they are while its guards are built. A plain
+    ``dict(f_locals)`` is not enough: transformers' ``wrapper(*args, **kwargs)``
+    frames later write into the ``kwargs`` dict (e.g. ``kwargs['use_cache']``)
+    and the guards on its keys then fail."""
+    return {name: snapshot_container(value) for name, value in dict(f_locals).items()}
+
+
 @contextlib.contextmanager
 def capture_compiles() -> Iterator[CompileCapture]:
     """Hooks that record every CheckFunctionManager built in the block: its
@@ -288,7 +310,7 @@ def capture_compiles() -> Iterator[CompileCapture]:
 
     def hook(wrapper: Any, f_locals: Any, builder: Any) -> None:
         code_name = capture.builds[-1].code_name if capture.builds else "<unknown>"
-        capture.frames.append(CapturedFrame(code_name, wrapper, dict(f_locals)))
+        capture.frames.append(CapturedFrame(code_name, wrapper, snapshot_locals(f_locals)))
 
     saved_hook = stock_guards.guard_manager_testing_hook_fn
     cfm.__init__ = timed_init  # type: ignore[method-assign]
@@ -897,12 +919,18 @@ def write_plot(results: Sequence[dict[str, Any]], path: str) -> None:
     fig, axes = plt.subplots(1, len(PLOT_METRICS), figsize=(5 * len(PLOT_METRICS), 4.5), squeeze=False)
     width = 0.8 / len(ENGINES)
     for ax, (title, key) in zip(axes[0], PLOT_METRICS):
+        shown: list[float] = []
         for i, engine in enumerate(ENGINES):
             xs = [m + (i - (len(ENGINES) - 1) / 2) * width for m in range(len(results))]
-            ax.bar(xs, [plot_value(r, key, engine) for r in results], width, label=engine)
+            values = [plot_value(r, key, engine) for r in results]
+            bars = ax.bar(xs, values, width, label=engine)
+            ax.bar_label(bars, labels=[format_number("{:.0f}" if v >= 100 else "{:.3g}", v) for v in values], fontsize=7)
+            shown += [v for v in values if v == v]
         ax.set_xticks(range(len(results)))
         ax.set_xticklabels([r["model"] for r in results], rotation=30, ha="right")
         ax.set_yscale("log")
+        if shown:  # start well below the smallest bar so that every bar is visible
+            ax.set_ylim(bottom=min(shown) / 4, top=max(shown) * 2)
         ax.set_title(title)
         ax.grid(axis="y", which="both", alpha=0.3)
     axes[0][0].legend()

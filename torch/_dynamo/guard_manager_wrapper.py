@@ -51,7 +51,9 @@ class ForkGuardManagerWrapper(stock_guards.GuardManagerWrapper):
     # -- build time ---------------------------------------------------------
     def finalize(self) -> None:
         # Tag-safety marking (use_recursive_dict_tags_for_guards) is torch's
-        # own optimisation of its own tree; this engine does not consult it.
+        # own optimisation of its own tree; this engine memoizes subtrees
+        # soundly instead (torch/csrc/dynamo/subtree_memo.h).
+        self.fork_root.finalize()
         self.prepare_diff_guard_manager()
         self.root = delegating_torch_root(self.fork_root)
 
@@ -70,6 +72,7 @@ class ForkGuardManagerWrapper(stock_guards.GuardManagerWrapper):
     def populate_diff_guard_manager(self) -> None:
         chosen = self.diff_guard_sources
         self.fork_diff_root = self.fork_root.clone_manager(lambda mgr: mgr.get_source() in chosen)
+        self.fork_diff_root.finalize()
         self.diff_guard_root = delegating_torch_root(self.fork_diff_root)
         if self.cache_entry:
             self.cache_entry.update_diff_guard_root_manager()

@@ -48,11 +48,37 @@ class GlobalsGuardAccessor : public KeyedAccessor<GlobalsGuardAccessor> {
   std::string repr() const override { return kKind; }
 };
 // dict.__getitem__ without calling an overridden __getitem__.
-DYNAMO_GUARDS_ACCESSOR_REPORTING(DictGetItemGuardAccessor, "KeyError on ");
+class DictGetItemGuardAccessor : public KeyedAccessor<DictGetItemGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "DictGetItemGuardAccessor";
+  DictGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  std::string access_failure() const override { return "KeyError on " + child_->source(); }
+  // The item is pinned by the dict's version.
+  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    recorder.dict(parent);
+    recorder.anchor(child);
+  }
+  bool memoizable() const override { return true; }
+};
 // parent[key] through the full protocol.
 DYNAMO_GUARDS_ACCESSOR_REPORTING(GetItemGuardAccessor, "KeyError on ");
 DYNAMO_GUARDS_ACCESSOR(ListGetItemGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(TupleGetItemGuardAccessor);
+class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "TupleGetItemGuardAccessor";
+  TupleGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  // A tuple never changes: an anchored tuple pins its items.
+  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    if (recorder.anchored(parent) && PyTuple_CheckExact(parent)) {
+      recorder.anchor(child);
+    } else {
+      recorder.abort();
+    }
+  }
+  bool memoizable() const override { return true; }
+};
 // (idx, parent): the builder's IndexedSource.
 DYNAMO_GUARDS_ACCESSOR(IndexedGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(FuncDefaultsGuardAccessor);
@@ -72,7 +98,15 @@ DYNAMO_GUARDS_ACCESSOR(GlobalWeakRefGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(PythonLambdaGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(GradGuardAccessor);
 // The instance __dict__ (materialised if CPython keeps it lazily).
-DYNAMO_GUARDS_ACCESSOR(GetGenericDictGuardAccessor);
+class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "GetGenericDictGuardAccessor";
+  GetGenericDictGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  // The dict is pinned by the object's dict pointer and the dict's version.
+  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override { recorder.object_dict(parent); }
+  bool memoizable() const override { return true; }
+};
 // object.__getattribute__(parent, name): skips a class's __getattr__.
 DYNAMO_GUARDS_ACCESSOR_REPORTING(GenericGetAttrGuardAccessor, "getattr failed on source ");
 // getattr(parent, name).

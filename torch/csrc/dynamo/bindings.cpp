@@ -247,7 +247,14 @@ PYBIND11_MODULE(_C, m) {
             return out;
           },
           kChild)
-      .def("get_leaf_guards", &GuardManager::leaf_guards);
+      .def("get_leaf_guards", &GuardManager::leaf_guards)
+      .def("is_memoized", [](const GuardManager& self) { return self.memo() != nullptr; })
+      .def("memo_log_size", [](const GuardManager& self) -> py::object {
+        if (self.memo() == nullptr || !self.memo()->has_log()) {
+          return py::none();
+        }
+        return py::int_(self.memo()->num_steps());
+      });
 
   // Leaf guards, in torch's argument order: the guard's own arguments, then
   // verbose_code_parts, then user_stack.
@@ -422,6 +429,7 @@ PYBIND11_MODULE(_C, m) {
       .def("check_verbose", [](RootGuardManager& self, py::handle f_locals) { return self.check_verbose(f_locals.ptr()); })
       .def("attach_compile_id", [](RootGuardManager& self, std::string id) { self.compile_id = std::move(id); })
       .def("get_compile_id", [](const RootGuardManager& self) { return self.compile_id; })
+      .def("finalize", &RootGuardManager::finalize)
       .def("clone_manager", [](const RootGuardManager& self, py::object keep) {
         if (!PyCallable_Check(keep.ptr())) {
           throw py::type_error("clone_manager needs a callable filter");

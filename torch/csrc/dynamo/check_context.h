@@ -15,7 +15,11 @@ namespace dynamo_guards {
 
 namespace py = pybind11;
 
+class MemoRecorder;
+
 struct CheckContext {
+  // Set while a SubtreeMemo records what a full check reads.
+  MemoRecorder* recorder = nullptr;
   int64_t num_guards_executed = 0;
   bool failed = false;
   // list[str]: the failing guard's code parts, or one specific reason.

@@ -156,6 +156,19 @@ int DIMENSION_DYNAMIC_MARKING_GUARD::lookup(PyObject* value, Attribute& attr, Py
   return -1;
 }
 
+void DIMENSION_DYNAMIC_MARKING_GUARD::record(MemoRecorder& recorder, PyObject* value) {
+  bool pinned = expected_.empty() && dependent_.empty();
+  for (Attribute& attr : absent_) {
+    pinned = pinned && attr.plan.get(Py_TYPE(value), attr.name.ptr()).path == AttrPath::InstanceDictOnly;
+  }
+  if (!pinned) {
+    recorder.leaf(this, value);
+    return;
+  }
+  recorder.type_tag(value);
+  recorder.object_dict(value);
+}
+
 bool DIMENSION_DYNAMIC_MARKING_GUARD::check(PyObject* value) {
   for (Attribute& attr : absent_) {
     if (lookup(value, attr, nullptr) != 0) {

@@ -15,6 +15,7 @@ class DICT_CONTAINS : public LeafGuard {
   DICT_CONTAINS(bool contains, py::object key, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "DICT_CONTAINS"; }
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.dict(value); }
 
  private:
   bool contains_;
@@ -41,6 +42,7 @@ class DICT_VERSION : public LeafGuard {
   DICT_VERSION(py::object value, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "DICT_VERSION"; }
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.dict(value); }
 
  private:
   uint64_t version_;
@@ -86,6 +88,10 @@ class DIMENSION_DYNAMIC_MARKING_GUARD : public LeafGuard {
   DIMENSION_DYNAMIC_MARKING_GUARD(py::dict expected, py::list absent, py::dict dependent, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "DIMENSION_DYNAMIC_MARKING_GUARD"; }
+  // When every marking must be absent and each is a plain instance-__dict__
+  // lookup for this type, the verdict is pinned by the class's version tag
+  // and the tensor's __dict__ (usually none at all); else re-run.
+  void record(MemoRecorder& recorder, PyObject* value) override;
 
  private:
   struct Attribute {

@@ -42,7 +42,27 @@ GuardManager* DictGuardManager::value_manager(
   return entry.value.get();
 }
 
-bool DictGuardManager::check(PyObject* value, CheckContext* ctx) {
+GuardManager::MemoPlan DictGuardManager::place_memos() {
+  memo_.reset();
+  size_t nodes = 1 + leaves_.size();
+  auto visit = [&nodes](GuardManager* m) {
+    if (m != nullptr) {
+      MemoPlan plan = m->place_memos();
+      m->memoize_if_worthwhile(plan);
+      nodes += plan.nodes;
+    }
+  };
+  for (auto& [index, entry] : entries_) {
+    visit(entry.key.get());
+    visit(entry.value.get());
+  }
+  for (const auto& accessor : accessors_) {
+    visit(accessor->child());
+  }
+  return {false, nodes};
+}
+
+bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
   if (Py_TYPE(value) != dict_type_) {
     fail_count_++;
     if (ctx != nullptr) {

@@ -13,7 +13,9 @@ class DictGuardManager : public GuardManager {
  public:
   DictGuardManager(RootGuardManager* root, std::string source, py::handle example_value);
 
-  bool check(PyObject* value, CheckContext* ctx) override;
+  bool check_subtree(PyObject* value, CheckContext* ctx) override;
+  // Never memoized itself (it iterates the dict); memoizes inside.
+  MemoPlan place_memos() override;
 
   GuardManager* key_manager(py::object index, std::string source, py::handle example_value, const py::object& guard_manager_enum);
   GuardManager* value_manager(py::object index, std::string source, py::handle example_value, const py::object& guard_manager_enum);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "torch/csrc/dynamo/check_context.h"
+#include "torch/csrc/dynamo/subtree_memo.h"
 
 namespace dynamo_guards {
 
@@ -37,6 +38,13 @@ class GuardAccessor {
   // Cold: what a failed access() reports, in torch's words ("getattr failed
   // on source ...", "KeyError on ...").
   virtual std::string access_failure() const;
+
+  // What reading `child` from `parent` depended on, for a SubtreeMemo. The
+  // default aborts the recording: only accessors that read through dicts
+  // (or immutable tuples) can be pinned by a log.
+  virtual void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) { recorder.abort(); }
+  // Static part of the same question.
+  virtual bool memoizable() const { return false; }
 
   // Reads the child value and evaluates its manager.
   bool check(PyObject* parent, CheckContext* ctx);

@@ -59,7 +59,7 @@ GuardManager::GuardManager(RootGuardManager* root, std::string source, py::handl
 
 GuardManager::~GuardManager() = default;
 
-bool GuardManager::check(PyObject* value, CheckContext* ctx) {
+bool GuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
   for (const LeafGuardPtr& leaf : leaves_) {
     if (!leaf->run(value, ctx)) {
       fail_count_++;
@@ -86,6 +86,28 @@ bool GuardManager::check_accessors(PyObject* value, CheckContext* ctx) {
     }
   }
   return true;
+}
+
+GuardManager::MemoPlan GuardManager::place_memos() {
+  memo_.reset();
+  bool memoizable = true;
+  size_t nodes = 1 + leaves_.size();
+  for (const LeafGuardPtr& leaf : leaves_) {
+    memoizable = memoizable && leaf->memoizable();
+  }
+  std::vector<std::pair<GuardManager*, MemoPlan>> children;
+  for (const auto& accessor : accessors_) {
+    MemoPlan plan = accessor->child()->place_memos();
+    memoizable = memoizable && accessor->memoizable() && plan.memoizable;
+    nodes += plan.nodes;
+    children.emplace_back(accessor->child(), plan);
+  }
+  if (!memoizable) {
+    for (auto& [child, plan] : children) {
+      child->memoize_if_worthwhile(plan);
+    }
+  }
+  return {memoizable, nodes};
 }
 
 void GuardManager::add_leaf_guard(LeafGuardPtr guard) {
@@ -200,6 +222,9 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
       ctx->record_failure(access_failure());
     }
     return false;
+  }
+  if (ctx != nullptr && ctx->recorder != nullptr) {
+    record(*ctx->recorder, parent, child_value.get());
   }
   return child_->check(child_value.get(), ctx);
 }

@@ -10,6 +10,7 @@
 
 #include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
+#include "torch/csrc/dynamo/subtree_memo.h"
 
 namespace dynamo_guards {
 
@@ -28,8 +29,35 @@ class GuardManager {
   GuardManager(const GuardManager&) = delete;
   GuardManager& operator=(const GuardManager&) = delete;
 
-  // Leaves first, then children in insertion order. `value` is borrowed.
-  virtual bool check(PyObject* value, CheckContext* ctx);
+  // Evaluates this subtree on `value` (borrowed). On the fast path
+  // (ctx == nullptr) a memoized subtree is validated from its log.
+  bool check(PyObject* value, CheckContext* ctx) {
+    if (memo_ != nullptr && ctx == nullptr) {
+      return memo_->evaluate(*this, value);
+    }
+    return check_subtree(value, ctx);
+  }
+
+  // The walk itself: leaves first, then children in order.
+  virtual bool check_subtree(PyObject* value, CheckContext* ctx);
+
+  // Puts a SubtreeMemo on every maximal subtree that a log can pin and that
+  // is large enough to be worth it; called once the tree is complete.
+  struct MemoPlan {
+    bool memoizable;
+    size_t nodes;
+  };
+  virtual MemoPlan place_memos();
+  // Subtrees smaller than this are walked: a log would not be shorter.
+  static constexpr size_t kMinMemoNodes = 4;
+  const SubtreeMemo* memo() const { return memo_.get(); }
+  // Gives this node a memo when `plan` (its own place_memos result) is
+  // memoizable and large enough; called by the parent that is not.
+  void memoize_if_worthwhile(const MemoPlan& plan) {
+    if (plan.memoizable && plan.nodes >= kMinMemoNodes) {
+      memo_ = std::make_unique<SubtreeMemo>();
+    }
+  }
 
   void add_leaf_guard(LeafGuardPtr guard);
 
@@ -85,6 +113,7 @@ class GuardManager {
   int64_t fail_count_ = 0;
   std::vector<LeafGuardPtr> leaves_;
   std::vector<std::unique_ptr<GuardAccessor>> accessors_;
+  std::unique_ptr<SubtreeMemo> memo_;  // null unless place_memos chose this node
 };
 
 // True for values that cannot be mutated in place (None, bool, int, float,

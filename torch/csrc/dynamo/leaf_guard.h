@@ -9,6 +9,7 @@
 #include <string>
 
 #include "torch/csrc/dynamo/check_context.h"
+#include "torch/csrc/dynamo/subtree_memo.h"
 
 namespace dynamo_guards {
 
@@ -33,9 +34,15 @@ class LeafGuard {
   // story (tensor mismatches) override it.
   virtual void explain_failure(PyObject* value, CheckContext& ctx);
 
-  // True when the guarded value cannot change without failing this guard
-  // chain (used only for introspection, as in torch).
   virtual const char* kind() const = 0;
+
+  // What this guard's verdict on `value` depends on, for a SubtreeMemo. The
+  // default re-runs the guard; guards whose verdict is pinned by a dict's
+  // contents, a type's identity or version tag say so instead, and guards
+  // that run arbitrary code abort the recording.
+  virtual void record(MemoRecorder& recorder, PyObject* value) { recorder.leaf(this, value); }
+  // Static part of the same question: may a memo ever cover this guard?
+  virtual bool memoizable() const { return true; }
 
   // The one evaluation entry point for managers: fast when ctx is null.
   bool run(PyObject* value, CheckContext* ctx) {
@@ -43,6 +50,9 @@ class LeafGuard {
       ctx->num_guards_executed++;
     }
     if (check(value)) {
+      if (ctx != nullptr && ctx->recorder != nullptr) {
+        record(*ctx->recorder, value);
+      }
       return true;
     }
     if (ctx != nullptr) {

@@ -25,6 +25,11 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
   NN_MODULE_ATTR_RESOLUTION(py::object name, py::object dict_name, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "NN_MODULE_ATTR_RESOLUTION"; }
+  // Pinned by the class (version tag) and the module's four dicts.
+  void record(MemoRecorder& recorder, PyObject* value) override {
+    recorder.type_tag(value);
+    recorder.module_dicts(value);
+  }
 
  private:
   py::str name_;
@@ -48,6 +53,8 @@ class CLASS_ATTR_MATCH : public LeafGuard {
   CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "CLASS_ATTR_MATCH"; }
+  // Pinned by the class's version tag (the class holds the expected object).
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.type_tag(value); }
 
  private:
   // Borrowed; nullptr once a weakly held object has died.

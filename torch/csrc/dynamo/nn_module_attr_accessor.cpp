@@ -51,6 +51,35 @@ PyObject* NNModuleAttrGuardAccessor::access(PyObject* parent) {
   return read_attribute(parent, key_.ptr(), plan_.get(Py_TYPE(parent), key_.ptr()));
 }
 
+void NNModuleAttrGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  const AttrPlan& plan = plan_.get(Py_TYPE(parent), key_.ptr());
+  PyObject* d = instance_dict(parent);
+  bool from_instance_dict = d != nullptr && PyDict_Check(d) && PyDict_GetItemWithError(d, key_.ptr()) == child;
+  PyErr_Clear();
+  switch (plan.path) {
+    case AttrPath::InstanceDictOnly:
+      recorder.type_tag(parent);
+      recorder.object_dict(parent);
+      break;
+    case AttrPath::ModuleDicts:
+      recorder.type_tag(parent);
+      recorder.module_dicts(parent);
+      break;
+    case AttrPath::InstanceDictThenClass:
+      if (!from_instance_dict) {
+        recorder.abort();
+        return;
+      }
+      recorder.type_tag(parent);
+      recorder.object_dict(parent);
+      break;
+    case AttrPath::GetAttr:
+      recorder.abort();
+      return;
+  }
+  recorder.anchor(child);
+}
+
 std::string NNModuleAttrGuardAccessor::repr() const {
   return std::string(kKind) + "(" + py::repr(key_).cast<std::string>() + " from " + path_at_build_ + ")";
 }

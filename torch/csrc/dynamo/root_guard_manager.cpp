@@ -31,7 +31,7 @@ RootGuardManager::RootGuardManager() : GuardManager(this, "", py::dict()) {}
 bool RootGuardManager::evaluate(PyObject* f_locals, CheckContext* ctx) {
   TensorLocalStateScope tensor_state;
   RelationResetScope reset(relations_);
-  if (!GuardManager::check(f_locals, ctx)) {
+  if (!GuardManager::check_subtree(f_locals, ctx)) {
     return false;
   }
   for (const LeafGuardPtr& guard : epilogue_) {

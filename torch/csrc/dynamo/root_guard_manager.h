@@ -29,6 +29,9 @@ class RootGuardManager : public GuardManager {
 
   std::unique_ptr<RootGuardManager> clone_root(const py::object& keep) const;
 
+  // Called once the builder is done: chooses the memoized subtrees.
+  void finalize() { place_memos(); }
+
   std::string compile_id;
 
  private:

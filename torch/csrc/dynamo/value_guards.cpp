@@ -29,6 +29,12 @@ Py_ssize_t checked_length(const py::object& obj, const char* what) {
   return n;
 }
 
+void record_identity_of(LeafGuard* guard, MemoRecorder& recorder, PyObject* value) {
+  if (!recorder.anchored(value)) {
+    recorder.leaf(guard, value);
+  }
+}
+
 TYPE_MATCH::TYPE_MATCH(py::object type_id, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)), type_id_(checked_object_id(type_id, "type_id")) {}
 
@@ -68,6 +74,17 @@ bool EQUALS_MATCH::check(PyObject* value) {
     return false;
   }
   return eq == 1;
+}
+
+void EQUALS_MATCH::record(MemoRecorder& recorder, PyObject* value) {
+  PyObject* v = expected_.ptr();
+  bool immutable = v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
+      PyUnicode_CheckExact(v) || PyBytes_CheckExact(v) || PyComplex_CheckExact(v);
+  if (immutable) {
+    record_identity_of(this, recorder, value);
+  } else {
+    recorder.leaf(this, value);
+  }
 }
 
 SingletonGuard::SingletonGuard(Want want, py::object parts, py::object stack)

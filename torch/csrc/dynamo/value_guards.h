@@ -6,6 +6,11 @@
 
 namespace dynamo_guards {
 
+// Records nothing when `value` is anchored (its identity is pinned by a
+// validated dict), else re-runs `guard`.
+void record_identity_of(LeafGuard* guard, MemoRecorder& recorder, PyObject* value);
+
+
 // type(value) is the type whose id() was taken at build time. Holds no
 // reference to the type (stock torch keeps only the id, with a weakref
 // finalizer owned by the builder).
@@ -14,6 +19,7 @@ class TYPE_MATCH : public LeafGuard {
   TYPE_MATCH(py::object type_id, py::object parts, py::object stack);
   bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(Py_TYPE(value)) == type_id_; }
   const char* kind() const override { return "TYPE_MATCH"; }
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.type(value); }
   uintptr_t type_id() const { return type_id_; }
 
  private:
@@ -26,6 +32,8 @@ class ID_MATCH : public LeafGuard {
   ID_MATCH(py::object obj_id, py::object parts, py::object stack);
   bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(value) == id_; }
   const char* kind() const override { return "ID_MATCH"; }
+  // An anchored value is the very object the validated dict holds.
+  void record(MemoRecorder& recorder, PyObject* value) override { record_identity_of(this, recorder, value); }
 
  private:
   uintptr_t id_;
@@ -38,6 +46,8 @@ class EQUALS_MATCH : public LeafGuard {
   EQUALS_MATCH(py::object expected, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "EQUALS_MATCH"; }
+  // Immutable constants compare equal as long as the object is the same.
+  void record(MemoRecorder& recorder, PyObject* value) override;
 
  private:
   py::object expected_;
@@ -51,6 +61,7 @@ class SingletonGuard : public LeafGuard {
   SingletonGuard(Want want, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override;
+  void record(MemoRecorder& recorder, PyObject* value) override { record_identity_of(this, recorder, value); }
 
  private:
   Want want_;
@@ -90,6 +101,7 @@ class DICT_LENGTH : public LeafGuard {
   DICT_LENGTH(py::object length, py::object parts, py::object stack);
   bool check(PyObject* value) override { return PyDict_Check(value) && PyDict_GET_SIZE(value) == length_; }
   const char* kind() const override { return "DICT_LENGTH"; }
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.dict(value); }
 
  private:
   Py_ssize_t length_;

@@ -1,0 +1,164 @@
+#include "torch/csrc/dynamo/subtree_memo.h"
+
+#include "torch/csrc/dynamo/attribute_resolution.h"
+#include "torch/csrc/dynamo/check_context.h"
+#include "torch/csrc/dynamo/guard_manager.h"
+#include "torch/csrc/dynamo/leaf_guard.h"
+
+namespace dynamo_guards {
+
+uint64_t dict_version(PyObject* dict) {
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+  return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
+  _Pragma("GCC diagnostic pop")
+}
+
+void MemoRecorder::object_dict(PyObject* obj) {
+  if (!reachable(obj)) {
+    return;
+  }
+  if (!object_dicts_.insert(obj).second) {
+    return;
+  }
+  PyObject** slot = _PyObject_GetDictPtr(obj);
+  PyObject* d = slot != nullptr ? *slot : nullptr;
+  if (slot == nullptr || (d != nullptr && !PyDict_Check(d))) {
+    abort();  // no __dict__ slot to pin
+    return;
+  }
+  push({MemoStep::Kind::ObjectDict, 0, obj, d, slot, nullptr, nullptr, d != nullptr ? dict_version(d) : 0});
+  if (d != nullptr) {
+    dicts_.insert(d);  // validated by this step
+    anchor(d);
+  }
+}
+
+void MemoRecorder::dict(PyObject* d) {
+  if (!reachable(d)) {
+    return;
+  }
+  if (!PyDict_Check(d)) {
+    abort();
+    return;
+  }
+  if (!dicts_.insert(d).second) {
+    return;
+  }
+  push({MemoStep::Kind::Dict, 0, d, nullptr, nullptr, nullptr, nullptr, dict_version(d)});
+}
+
+void MemoRecorder::type(PyObject* obj) {
+  if (!reachable(obj)) {
+    return;
+  }
+  if (type_tags_.count(obj) != 0 || !types_.insert(obj).second) {
+    return;
+  }
+  push({MemoStep::Kind::Type, 0, obj, nullptr, nullptr, Py_TYPE(obj), nullptr, 0});
+}
+
+void MemoRecorder::type_tag(PyObject* obj) {
+  if (!reachable(obj)) {
+    return;
+  }
+  if (!type_tags_.insert(obj).second) {
+    return;
+  }
+  PyTypeObject* t = Py_TYPE(obj);
+  if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag == 0) {
+    abort();  // no tag to pin the class-level decisions to
+    return;
+  }
+  types_.insert(obj);
+  push({MemoStep::Kind::TypeTag, t->tp_version_tag, obj, nullptr, nullptr, t, nullptr, 0});
+}
+
+void MemoRecorder::module_dicts(PyObject* module) {
+  object_dict(module);
+  PyObject* d = instance_dict(module);
+  if (d == nullptr || !PyDict_Check(d)) {
+    return;
+  }
+  for (const char* key : {"_parameters", "_buffers", "_modules"}) {
+    PyObject* sub = PyDict_GetItemString(d, key);  // borrowed, held by the validated __dict__
+    if (sub != nullptr) {
+      anchor(sub);  // held by the validated __dict__
+      dict(sub);
+    }
+  }
+}
+
+void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
+  if (!reachable(value)) {
+    return;
+  }
+  push({MemoStep::Kind::Leaf, 0, value, nullptr, nullptr, nullptr, guard, 0});
+}
+
+bool SubtreeMemo::validate(PyObject* value) const {
+  if (value != value_) {
+    return false;
+  }
+  for (const MemoStep& s : steps_) {
+    switch (s.kind) {
+      case MemoStep::Kind::ObjectDict: {
+        PyObject* d = *s.slot;
+        if (d != s.dict || (d != nullptr && dict_version(d) != s.version)) {
+          return false;
+        }
+        break;
+      }
+      case MemoStep::Kind::Dict:
+        if (dict_version(s.object) != s.version) {
+          return false;
+        }
+        break;
+      case MemoStep::Kind::Type:
+        if (Py_TYPE(s.object) != s.type) {
+          return false;
+        }
+        break;
+      case MemoStep::Kind::TypeTag: {
+        PyTypeObject* t = Py_TYPE(s.object);
+        if (t != s.type || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag != s.tag) {
+          return false;
+        }
+        break;
+      }
+      case MemoStep::Kind::Leaf:
+        if (!s.leaf->check(s.object)) {
+          return false;
+        }
+        break;
+    }
+  }
+  return true;
+}
+
+bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
+  if (valid_ && validate(value)) {
+    return true;
+  }
+  valid_ = false;
+  if (disabled_) {
+    return owner.check_subtree(value, nullptr);
+  }
+  MemoRecorder recorder(value);
+  CheckContext ctx;
+  ctx.recorder = &recorder;
+  bool ok = owner.check_subtree(value, &ctx);
+  if (!ok) {
+    return false;
+  }
+  if (recorder.aborted()) {
+    disabled_ = ++aborts_ >= kMaxAborts;
+    return true;
+  }
+  aborts_ = 0;
+  steps_ = recorder.take_steps();
+  value_ = value;
+  valid_ = true;
+  return true;
+}
+
+}  // namespace dynamo_guards

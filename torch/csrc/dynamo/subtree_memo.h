@@ -1,0 +1,122 @@
+// SubtreeMemo: a guard subtree that passed is re-validated from a flat log of
+// what it read, instead of being walked again.
+//
+// While a subtree is checked in full, every accessor and leaf records what
+// its verdict depended on (MemoRecorder). Reads through dicts become version
+// checks: CPython 3.11 draws a dict's version tag from one process-wide
+// counter on every creation and every modification, so an equal version
+// means the very same contents, and the objects stored in the dict are the
+// same, alive objects. Class-level decisions become type version-tag checks
+// (see attribute_resolution.h). What can change without any dict or type
+// changing (tensor metadata, a value's __class__, a relation between inputs)
+// is re-checked by running the leaf again. Anything else (Python callables,
+// getattr through arbitrary code, a fresh object per read) aborts the
+// recording, and the subtree is walked in full every time.
+//
+// Safety of the log: a pointer in it is only dereferenced when it is reached
+// through objects already validated in log order (the memo's own value is
+// live; a value stored in a validated dict is alive because the dict holds
+// it). Pointers of objects that may have died are only compared, never read.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+namespace dynamo_guards {
+
+class GuardManager;
+class LeafGuard;
+
+struct MemoStep {
+  enum class Kind : uint8_t {
+    ObjectDict,  // *slot (the object's __dict__ slot) is `dict` (maybe null) at `version`
+    Dict,        // the (live) dict `object` is at `version`
+    Type,        // type(object) is `type`
+    TypeTag,     // type(object) is `type` and still carries version tag `tag`
+    Leaf,        // leaf->check(object) passes
+  };
+  Kind kind;
+  unsigned int tag;
+  PyObject* object;
+  PyObject* dict;
+  // ObjectDict: where the object keeps its __dict__ pointer. Fixed for the
+  // object's lifetime (__class__ assignment requires an identical layout).
+  PyObject** slot;
+  PyTypeObject* type;
+  LeafGuard* leaf;  // borrowed: owned by the tree that owns the memo
+  uint64_t version;
+};
+
+// The version tag of a dict (deprecated in 3.12, maintained in 3.11).
+uint64_t dict_version(PyObject* dict);
+
+class MemoRecorder {
+ public:
+  explicit MemoRecorder(PyObject* memo_value) : memo_value_(memo_value) {}
+
+  // Values read out of a validated dict (or an immutable tuple of one) are
+  // the same objects whenever the log validates.
+  void anchor(PyObject* value) { anchored_.insert(value); }
+  bool anchored(PyObject* value) const { return anchored_.count(value) != 0; }
+
+  // Whether validation may dereference `obj`: the memo's own value, or a
+  // value anchored by a validated dict. Recording anything else aborts.
+  bool reachable(PyObject* obj) {
+    if (obj == memo_value_ || anchored(obj)) {
+      return true;
+    }
+    abort();
+    return false;
+  }
+
+  void object_dict(PyObject* obj);
+  void dict(PyObject* d);
+  void type(PyObject* obj);
+  void type_tag(PyObject* obj);
+  // The _parameters, _buffers and _modules dicts of an nn.Module.
+  void module_dicts(PyObject* module);
+  void leaf(LeafGuard* guard, PyObject* value);
+  void abort() { aborted_ = true; }
+
+  bool aborted() const { return aborted_; }
+  std::vector<MemoStep> take_steps() { return std::move(steps_); }
+
+ private:
+  void push(MemoStep step) { steps_.push_back(step); }
+
+  PyObject* memo_value_;  // the memo's own value: never anchored
+  bool aborted_ = false;
+  std::vector<MemoStep> steps_;
+  std::unordered_set<PyObject*> anchored_;
+  std::unordered_set<PyObject*> dicts_;
+  std::unordered_set<PyObject*> object_dicts_;
+  std::unordered_set<PyObject*> types_;
+  std::unordered_set<PyObject*> type_tags_;
+};
+
+class SubtreeMemo {
+ public:
+  // Evaluates `owner` (whose subtree is memoizable) on `value`: from the log
+  // when it validates, else in full while recording a new log.
+  bool evaluate(GuardManager& owner, PyObject* value);
+
+  // Recordings that keep aborting stop being attempted.
+  static constexpr int kMaxAborts = 3;
+
+  size_t num_steps() const { return steps_.size(); }
+  bool has_log() const { return valid_; }
+
+ private:
+  bool validate(PyObject* value) const;
+
+  bool valid_ = false;
+  bool disabled_ = false;
+  int aborts_ = 0;
+  PyObject* value_ = nullptr;  // identity only: compared, never dereferenced
+  std::vector<MemoStep> steps_;
+};
+
+}  // namespace dynamo_guards
