@@ -432,6 +432,132 @@ RootGuardManager
             guards.install_no_tensor_aliasing_guard([1, 2], ["a", "b"], ["x"], None)
 
 
+class Holder:
+    """A plain object whose guards go through its instance __dict__."""
+
+    def __init__(self, **attrs: object) -> None:
+        self.__dict__.update(attrs)
+
+
+class SubtreeMemoTests(TestCase):
+    """The memo of a passing subtree must be invalidated by every mutation
+    that changes a verdict: each test is named after such a mutation."""
+
+    def build(self, obj: Holder) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m']) is Holder"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        d.add_dict_contains_guard(False, "shadow", ["'shadow' not in L['m'].__dict__"], None)
+        d.dict_getitem_manager("flag", "L['m'].flag", obj.flag, PLAIN).add_true_match_guard(["L['m'].flag is True"], None)
+        d.dict_getitem_manager("count", "L['m'].count", obj.count, PLAIN).add_equals_match_guard(3, ["L['m'].count == 3"], None)
+        t = d.dict_getitem_manager("t", "L['m'].t", obj.t, PLAIN)
+        t.add_tensor_match_guard(
+            obj.t, list(obj.t.shape), list(obj.t.stride()), "L['m'].t", ["check_tensor(L['m'].t)"], None, type(obj.t),
+            torch._C._dispatch_keys(obj.t),
+        )
+        root.finalize()
+        return root, m
+
+    def fresh(self) -> Holder:
+        return Holder(flag=True, count=3, t=torch.randn(2, 2))
+
+    def assert_memo_invalidated(self, mutate, still_passes: bool = False):
+        obj = self.fresh()
+        root, m = self.build(obj)
+        self.assertTrue(m.is_memoized())
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size(), "a passing check records a log")
+        self.assertTrue(root.check({"m": obj}))  # from the log
+        mutate(obj)
+        self.assertEqual(root.check({"m": obj}), still_passes)
+        self.assertEqual(root.check_verbose({"m": obj}).result, still_passes, "fast and verbose checks agree")
+
+    def test_memo_dict_value_replaced(self):
+        self.assert_memo_invalidated(lambda o: setattr(o, "count", 4))
+
+    def test_memo_dict_value_replaced_by_equal_value(self):
+        self.assert_memo_invalidated(lambda o: setattr(o, "count", 3), still_passes=True)
+
+    def test_memo_key_added_to_dict(self):
+        self.assert_memo_invalidated(lambda o: setattr(o, "shadow", 1))
+
+    def test_memo_instance_dict_replaced(self):
+        def replace(o):
+            o.__dict__ = {"flag": False, "count": 3, "t": o.t}
+
+        self.assert_memo_invalidated(replace)
+
+    def test_memo_class_swapped(self):
+        class Other(Holder):
+            pass
+
+        self.assert_memo_invalidated(lambda o: setattr(o, "__class__", Other))
+
+    def test_memo_tensor_requires_grad_flipped(self):
+        self.assert_memo_invalidated(lambda o: o.t.requires_grad_())
+
+    def test_memo_tensor_resized_in_place(self):
+        self.assert_memo_invalidated(lambda o: o.t.resize_(3, 3))
+
+    def test_memo_tensor_data_swapped(self):
+        def swap(o):
+            o.t.data = torch.randn(5)
+
+        self.assert_memo_invalidated(swap)
+
+    def test_memo_other_object_same_contents(self):
+        obj = self.fresh()
+        root, m = self.build(obj)
+        self.assertTrue(root.check({"m": obj}))
+        other = Holder(flag=False, count=3, t=obj.t)
+        self.assertFalse(root.check({"m": other}))
+
+    def test_memo_class_attribute_added_for_module_attribute(self):
+        cls = type("Local", (torch.nn.Module,), {})
+        mod = cls()
+        mod.register_buffer("buf", torch.zeros(2))
+        mod.scale = 2
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", mod, PLAIN)
+        m.nn_module_attr_manager("scale", "L['m'].scale", 2, PLAIN, mod).add_equals_match_guard(2, ["scale == 2"], None)
+        m.nn_module_attr_manager("buf", "L['m'].buf", mod.buf, PLAIN, mod).add_type_match_guard(id_type(mod.buf), ["buf"], None)
+        m.add_nn_module_attr_resolution_guard("buf", "_buffers", ["L['m'].buf is L['m']._buffers['buf']"], None)
+        root.finalize()
+        self.assertTrue(root.check({"m": mod}))
+        self.assertIsNotNone(m.memo_log_size())
+        cls.buf = torch.ones(2)  # a class attribute now answers mod.buf
+        self.assertFalse(root.check({"m": mod}))
+        del cls.buf
+        self.assertTrue(root.check({"m": mod}))
+        cls.scale = property(lambda self: 5)  # a data descriptor beats __dict__
+        self.assertFalse(root.check({"m": mod}))
+
+    def test_memo_relation_still_checked(self):
+        a = torch.randn(2)
+        obj = Holder(flag=True, count=3, t=a)
+        root, m = self.build(obj)
+        x = root.framelocals_manager(("x", 1), "L['x']", a, PLAIN)
+        t_mgr = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN).dict_getitem_manager("t", "L['m'].t", a, PLAIN)
+        guards.install_no_tensor_aliasing_guard([t_mgr, x], ["L['m'].t", "L['x']"], ["no aliasing"], None)
+        root.finalize()
+        b = torch.randn(2)
+        self.assertTrue(root.check({"m": obj, "x": b}))
+        self.assertTrue(root.check({"m": obj, "x": b}))
+        self.assertFalse(root.check({"m": obj, "x": a}))
+
+    def test_memo_python_guard_is_never_memoized(self):
+        obj = self.fresh()
+        root, m = self.build(obj)
+        calls = []
+        m.add_lambda_guard(lambda v: calls.append(1) or True, ["python"], None)
+        root.finalize()
+        self.assertFalse(m.is_memoized())
+        root.check({"m": obj})
+        root.check({"m": obj})
+        self.assertEqual(len(calls), 2)
+
+
 class CoverageTableTests(TestCase):
     def test_readme_coverage_table_matches_engine(self):
         text = README.read_text()

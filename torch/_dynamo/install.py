@@ -9,8 +9,9 @@ Outside that window the names are torch's, so anything else in torch that
 uses them is unaffected.
 
 While the engine builds a frame's guards, ``skip_nnmodule_hook_guards`` is
-off: a hook registered on a module after compilation must recompile (stock
-torch 2.13 keeps calling the compiled code without the hook).
+off (a hook registered on a module after compilation must recompile; stock
+torch 2.13 keeps calling the compiled code without the hook) and object
+aliasing is guarded natively (``_ENGINE_CONFIG``).
 
 A frame the engine cannot take falls back to stock torch for that frame,
 with one log line saying why: frames whose guards are serialized
@@ -48,6 +49,16 @@ _ENGINE_NAMES: dict[str, Any] = {
 # GuardBuilder methods replaced while the engine builds a frame's guards.
 _ENGINE_BUILDER_METHODS: dict[str, Any] = {
     "getattr_on_nn_module": getattr_on_nn_module,
+}
+
+# Dynamo config while the engine builds a frame's guards:
+# - empty nn.Module hook dicts are guarded (torch skips them by default and
+#   then misses hooks added after compilation);
+# - object-aliasing relations become native OBJECT_ALIASING guards instead
+#   of one Python lambda evaluated on every call.
+_ENGINE_CONFIG: dict[str, Any] = {
+    "skip_nnmodule_hook_guards": False,
+    "use_lamba_guard_for_object_aliasing": False,
 }
 
 _original_init: Callable[..., None] | None = None
@@ -92,9 +103,7 @@ def _check_function_manager_init(self: Any, *args: Any, **kwargs: Any) -> None:
         _original_init(self, *args, **kwargs)
         return
     try:
-        # Empty hook dicts are guarded (torch skips them by default and then
-        # misses hooks added after compilation).
-        with _engine_names_in_torch(), torch._dynamo.config.patch(skip_nnmodule_hook_guards=False):
+        with _engine_names_in_torch(), torch._dynamo.config.patch(**_ENGINE_CONFIG):
             _original_init(self, *args, **kwargs)
     except Exception as e:  # noqa: BLE001 - any engine failure falls back to stock
         log.warning(

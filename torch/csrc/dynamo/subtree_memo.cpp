@@ -26,7 +26,7 @@ void MemoRecorder::object_dict(PyObject* obj) {
     abort();  // no __dict__ slot to pin
     return;
   }
-  push({MemoStep::Kind::ObjectDict, 0, obj, d, slot, nullptr, nullptr, d != nullptr ? dict_version(d) : 0});
+  push({MemoStep::Kind::ObjectDict, slot, d, d != nullptr ? dict_version(d) : 0});
   if (d != nullptr) {
     dicts_.insert(d);  // validated by this step
     anchor(d);
@@ -44,7 +44,7 @@ void MemoRecorder::dict(PyObject* d) {
   if (!dicts_.insert(d).second) {
     return;
   }
-  push({MemoStep::Kind::Dict, 0, d, nullptr, nullptr, nullptr, nullptr, dict_version(d)});
+  push({MemoStep::Kind::Dict, d, nullptr, dict_version(d)});
 }
 
 void MemoRecorder::type(PyObject* obj) {
@@ -54,7 +54,7 @@ void MemoRecorder::type(PyObject* obj) {
   if (type_tags_.count(obj) != 0 || !types_.insert(obj).second) {
     return;
   }
-  push({MemoStep::Kind::Type, 0, obj, nullptr, nullptr, Py_TYPE(obj), nullptr, 0});
+  push({MemoStep::Kind::Type, obj, Py_TYPE(obj), 0});
 }
 
 void MemoRecorder::type_tag(PyObject* obj) {
@@ -70,7 +70,7 @@ void MemoRecorder::type_tag(PyObject* obj) {
     return;
   }
   types_.insert(obj);
-  push({MemoStep::Kind::TypeTag, t->tp_version_tag, obj, nullptr, nullptr, t, nullptr, 0});
+  push({MemoStep::Kind::TypeTag, obj, t, t->tp_version_tag});
 }
 
 void MemoRecorder::module_dicts(PyObject* module) {
@@ -92,7 +92,7 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   if (!reachable(value)) {
     return;
   }
-  push({MemoStep::Kind::Leaf, 0, value, nullptr, nullptr, nullptr, guard, 0});
+  push({MemoStep::Kind::Leaf, value, guard, 0});
 }
 
 bool SubtreeMemo::validate(PyObject* value) const {
@@ -102,31 +102,31 @@ bool SubtreeMemo::validate(PyObject* value) const {
   for (const MemoStep& s : steps_) {
     switch (s.kind) {
       case MemoStep::Kind::ObjectDict: {
-        PyObject* d = *s.slot;
-        if (d != s.dict || (d != nullptr && dict_version(d) != s.version)) {
+        PyObject* d = *static_cast<PyObject**>(s.a);
+        if (d != s.b || (d != nullptr && dict_version(d) != s.c)) {
           return false;
         }
         break;
       }
       case MemoStep::Kind::Dict:
-        if (dict_version(s.object) != s.version) {
+        if (dict_version(static_cast<PyObject*>(s.a)) != s.c) {
           return false;
         }
         break;
       case MemoStep::Kind::Type:
-        if (Py_TYPE(s.object) != s.type) {
+        if (Py_TYPE(static_cast<PyObject*>(s.a)) != s.b) {
           return false;
         }
         break;
       case MemoStep::Kind::TypeTag: {
-        PyTypeObject* t = Py_TYPE(s.object);
-        if (t != s.type || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag != s.tag) {
+        PyTypeObject* t = Py_TYPE(static_cast<PyObject*>(s.a));
+        if (t != s.b || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag != s.c) {
           return false;
         }
         break;
       }
       case MemoStep::Kind::Leaf:
-        if (!s.leaf->check(s.object)) {
+        if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a))) {
           return false;
         }
         break;

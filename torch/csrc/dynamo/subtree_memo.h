@@ -30,25 +30,22 @@ namespace dynamo_guards {
 class GuardManager;
 class LeafGuard;
 
+// One validation step, 32 bytes: two per cache line. The meaning of `a`,
+// `b` and `c` depends on the kind.
 struct MemoStep {
   enum class Kind : uint8_t {
-    ObjectDict,  // *slot (the object's __dict__ slot) is `dict` (maybe null) at `version`
-    Dict,        // the (live) dict `object` is at `version`
-    Type,        // type(object) is `type`
-    TypeTag,     // type(object) is `type` and still carries version tag `tag`
-    Leaf,        // leaf->check(object) passes
+    ObjectDict,  // a: the object's __dict__ slot (PyObject**), b: that dict (maybe null), c: its version
+    Dict,        // a: a live dict, c: its version
+    Type,        // a: the object, b: its type
+    TypeTag,     // a: the object, b: its type, c: the type's version tag
+    Leaf,        // a: the object, b: the LeafGuard to run on it
   };
   Kind kind;
-  unsigned int tag;
-  PyObject* object;
-  PyObject* dict;
-  // ObjectDict: where the object keeps its __dict__ pointer. Fixed for the
-  // object's lifetime (__class__ assignment requires an identical layout).
-  PyObject** slot;
-  PyTypeObject* type;
-  LeafGuard* leaf;  // borrowed: owned by the tree that owns the memo
-  uint64_t version;
+  void* a;
+  void* b;
+  uint64_t c;
 };
+static_assert(sizeof(MemoStep) == 32, "two steps per cache line");
 
 // The version tag of a dict (deprecated in 3.12, maintained in 3.11).
 uint64_t dict_version(PyObject* dict);

@@ -119,6 +119,12 @@ TENSOR_MATCH::TENSOR_MATCH(
   if (static_cast<int64_t>(sizes_.size()) != dim_ || static_cast<int64_t>(strides_.size()) != dim_) {
     throw py::value_error("sizes and strides must have one entry per dimension of the tensor");
   }
+  all_static_ = true;
+  for (int64_t i = 0; i < dim_; ++i) {
+    all_static_ = all_static_ && sizes_[i].has_value() && strides_[i].has_value();
+    static_sizes_.push_back(sizes_[i].value_or(0));
+    static_strides_.push_back(strides_[i].value_or(0));
+  }
 }
 
 bool TENSOR_MATCH::check(PyObject* value) {
@@ -136,6 +142,16 @@ bool TENSOR_MATCH::check(PyObject* value) {
       static_cast<int8_t>(t.scalar_type()) != dtype_ || t.device().index() != device_index_ ||
       t.requires_grad() != requires_grad_ || t.dim() != dim_) {
     return false;
+  }
+  if (all_static_ && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    c10::IntArrayRef sizes = t.sizes();
+    c10::IntArrayRef strides = t.strides();
+    for (int64_t i = 0; i < dim_; ++i) {
+      if (sizes[i] != static_sizes_[i] || strides[i] != static_strides_[i]) {
+        return false;
+      }
+    }
+    return true;
   }
   c10::SymIntArrayRef sizes = t.sym_sizes();
   c10::SymIntArrayRef strides = t.sym_strides();

@@ -64,6 +64,11 @@ class TENSOR_MATCH : public LeafGuard {
   int64_t dim_;
   std::vector<std::optional<int64_t>> sizes_;    // nullopt: dynamic
   std::vector<std::optional<int64_t>> strides_;  // nullopt: dynamic
+  // When every size and stride is static: the same values, flat, compared
+  // against a non-symbolic tensor's plain sizes()/strides().
+  bool all_static_ = false;
+  std::vector<int64_t> static_sizes_;
+  std::vector<int64_t> static_strides_;
 };
 
 }  // namespace dynamo_guards
