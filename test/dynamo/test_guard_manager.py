@@ -558,6 +558,84 @@ class SubtreeMemoTests(TestCase):
         self.assertEqual(len(calls), 2)
 
 
+class GlobalStateTests(TestCase):
+    """The native GLOBAL_STATE agrees with torch's GlobalStateGuard on every
+    state change torch's guard notices."""
+
+    def changes(self):
+        yield "grad mode", lambda: torch.set_grad_enabled(not torch.is_grad_enabled())
+        yield "autocast cpu", lambda: torch.autocast("cpu", dtype=torch.bfloat16)
+        yield "autocast cpu dtype", lambda: torch.autocast("cpu", dtype=torch.float16)
+        yield "torch function off", lambda: torch._C.DisableTorchFunction()
+        yield "torch function subclasses off", lambda: torch._C.DisableTorchFunctionSubclass()
+        yield "deterministic", lambda: DeterministicAlgorithms()
+        yield "threads", lambda: NumThreads(torch.get_num_threads() + 1)
+        yield "default dtype", lambda: DefaultDtype(torch.float64)
+
+    def test_global_state_agrees_with_torch(self):
+        initial = torch._C._dynamo.guards.GlobalStateGuard()
+        guard = guards.GLOBAL_STATE(initial, ["___check_global_state()"])
+        self.assertTrue(guard.is_native())
+        self.assertTrue(guard(None))
+        for name, change in self.changes():
+            with self.subTest(name), change():
+                self.assertEqual(guard(None), initial.check(), name)
+                self.assertFalse(guard(None), name)
+            self.assertTrue(guard(None), f"restored after {name}")
+
+    def test_global_state_failure_text_is_torchs(self):
+        root = guards.RootGuardManager()
+        root.add_global_state_guard(torch._C._dynamo.guards.GlobalStateGuard(), ["___check_global_state()"], None)
+        with torch.set_grad_enabled(not torch.is_grad_enabled()):
+            (reason,) = root.check_verbose({}).verbose_code_parts
+        self.assertTrue(reason.startswith("GLOBAL_STATE changed: grad_mode"), reason)
+
+    def test_torch_function_mode_stack(self):
+        class Mode(torch.overrides.TorchFunctionMode):
+            pass
+
+        guard = guards.TORCH_FUNCTION_MODE_STACK([], ["___check_torch_function_mode_stack()"])
+        self.assertTrue(guard(None))
+        with Mode():
+            self.assertFalse(guard(None))
+            inner = guards.TORCH_FUNCTION_MODE_STACK([Mode()], ["stack"])
+            self.assertTrue(inner(None))
+        self.assertTrue(guard(None))
+
+
+class DeterministicAlgorithms:
+    def __enter__(self):
+        self.previous = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self.previous)
+
+
+class NumThreads:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __enter__(self):
+        self.previous = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.previous)
+
+
+class DefaultDtype:
+    def __init__(self, dtype: torch.dtype) -> None:
+        self.dtype = dtype
+
+    def __enter__(self):
+        self.previous = torch.get_default_dtype()
+        torch.set_default_dtype(self.dtype)
+
+    def __exit__(self, *exc):
+        torch.set_default_dtype(self.previous)
+
+
 class CoverageTableTests(TestCase):
     def test_readme_coverage_table_matches_engine(self):
         text = README.read_text()

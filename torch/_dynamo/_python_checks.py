@@ -13,39 +13,6 @@ from typing import Any, Callable
 import torch
 
 
-class GlobalStateMatch:
-    """torch's GlobalStateGuard (grad mode, autocast, determinism, ...) still
-    matches the state captured when compilation started."""
-
-    def __init__(self, initial_state: Any) -> None:
-        self._state = initial_state
-
-    def __call__(self, _value: object) -> bool:
-        return bool(self._state.check())
-
-    def explain(self, _value: object) -> str:
-        return f"GLOBAL_STATE changed: {self._state.reason()}"
-
-
-def global_state_match(initial_state: Any) -> GlobalStateMatch:
-    return GlobalStateMatch(initial_state)
-
-
-def torch_function_mode_stack_match(initial_stack: list[Any]) -> Callable[[object], bool]:
-    expected_types = [type(mode) for mode in initial_stack]
-
-    def predicate(_value: object) -> bool:
-        n = torch._C._len_torch_function_stack()
-        if n != len(expected_types):
-            return False
-        return all(
-            type(torch._C._get_function_stack_at(i)) is expected
-            for i, expected in enumerate(expected_types)
-        )
-
-    return predicate
-
-
 def dual_level_match(level: int) -> Callable[[object], bool]:
     import torch.autograd.forward_ad as forward_ad
 

@@ -10,6 +10,7 @@
 #include "torch/csrc/dynamo/accessors.h"
 #include "torch/csrc/dynamo/container_guards.h"
 #include "torch/csrc/dynamo/dict_guard_manager.h"
+#include "torch/csrc/dynamo/global_state_guards.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
 #include "torch/csrc/dynamo/nn_module_attr_accessor.h"
 #include "torch/csrc/dynamo/python_guards.h"
@@ -169,8 +170,11 @@ PYBIND11_MODULE(_C, m) {
   def_leaf_class<FAKE_SCRIPT_TYPE_MATCH>(m, "FAKE_SCRIPT_TYPE_MATCH");
   def_leaf_class<DISPATCH_KEY_SET_MATCH>(m, "DISPATCH_KEY_SET_MATCH");
   def_leaf_class<RANGE_ITERATOR_MATCH>(m, "RANGE_ITERATOR_MATCH");
-  def_leaf_class<GLOBAL_STATE>(m, "GLOBAL_STATE");
-  def_leaf_class<TORCH_FUNCTION_MODE_STACK>(m, "TORCH_FUNCTION_MODE_STACK");
+  py::class_<GLOBAL_STATE, LeafGuard, std::shared_ptr<GLOBAL_STATE>>(m, "GLOBAL_STATE")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("initial_state"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+      .def("is_native", &GLOBAL_STATE::is_native);
+  py::class_<TORCH_FUNCTION_MODE_STACK, LeafGuard, std::shared_ptr<TORCH_FUNCTION_MODE_STACK>>(m, "TORCH_FUNCTION_MODE_STACK")
+      .def(py::init<py::list, py::object, py::object>(), py::arg("initial_stack"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<NN_MODULE_ATTR_RESOLUTION, LeafGuard, std::shared_ptr<NN_MODULE_ATTR_RESOLUTION>>(m, "NN_MODULE_ATTR_RESOLUTION")
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
@@ -304,10 +308,10 @@ PYBIND11_MODULE(_C, m) {
       add_leaf<DISPATCH_KEY_SET_MATCH>(self, make_python_predicate("dispatch_key_set_match", py::make_tuple(value)), parts, stack);
     }, py::arg("dispatch_key"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_global_state_guard", [](GuardManager& self, py::object initial_state, py::object parts, py::object stack) {
-      add_leaf<GLOBAL_STATE>(self, make_python_predicate("global_state_match", py::make_tuple(initial_state)), parts, stack);
+      add_leaf<GLOBAL_STATE>(self, initial_state, parts, stack);
     }, py::arg("initial_state"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_torch_function_mode_stack_guard", [](GuardManager& self, py::list initial_stack, py::object parts, py::object stack) {
-      add_leaf<TORCH_FUNCTION_MODE_STACK>(self, make_python_predicate("torch_function_mode_stack_match", py::make_tuple(initial_stack)), parts, stack);
+      add_leaf<TORCH_FUNCTION_MODE_STACK>(self, initial_stack, parts, stack);
     }, py::arg("initial_stack"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_no_hasattr_guard", [](GuardManager& self, py::object attr_name, py::object parts, py::object stack) {
       add_leaf<NO_HASATTR>(self, attr_name, parts, stack);
@@ -488,10 +492,11 @@ PYBIND11_MODULE(_C, m) {
                           "LENGTH_CHECK", "DICT_LENGTH", "TUPLE_ITERATOR_LEN", "FLOAT_IS_NAN", "COMPLEX_IS_NAN",
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
-                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH"}) {
+                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "GLOBAL_STATE",
+                          "TORCH_FUNCTION_MODE_STACK"}) {
       kinds[k] = "native";
     }
-    for (const char* k : {"GLOBAL_STATE", "TORCH_FUNCTION_MODE_STACK", "DUAL_LEVEL_MATCH", "FAKE_SCRIPT_TYPE_MATCH",
+    for (const char* k : {"DUAL_LEVEL_MATCH", "FAKE_SCRIPT_TYPE_MATCH",
                           "DISPATCH_KEY_SET_MATCH", "RANGE_ITERATOR_MATCH", "STORAGE_OVERLAPPING"}) {
       kinds[k] = "python";
     }

@@ -55,20 +55,6 @@ class RANGE_ITERATOR_MATCH : public PythonPredicateGuard {
   const char* kind() const override { return "RANGE_ITERATOR_MATCH"; }
 };
 
-// The global state torch's GlobalStateGuard captured when compilation
-// started (grad mode, autocast, deterministic algorithms, ...).
-class GLOBAL_STATE : public PythonPredicateGuard {
- public:
-  using PythonPredicateGuard::PythonPredicateGuard;
-  const char* kind() const override { return "GLOBAL_STATE"; }
-};
-
-class TORCH_FUNCTION_MODE_STACK : public PythonPredicateGuard {
- public:
-  using PythonPredicateGuard::PythonPredicateGuard;
-  const char* kind() const override { return "TORCH_FUNCTION_MODE_STACK"; }
-};
-
 // dynamo_guards._python_checks.<name>(*args): the predicate factories used
 // by the python-evaluated kinds.
 py::object make_python_predicate(const char* name, py::args args);
