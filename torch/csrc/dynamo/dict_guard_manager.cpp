@@ -77,11 +77,8 @@ bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
     }
     return false;
   }
-  for (const LeafGuardPtr& leaf : leaves_) {
-    if (!leaf->run(value, ctx)) {
-      fail_count_++;
-      return false;
-    }
+  if (!check_leaves(value, ctx)) {
+    return false;
   }
   Py_ssize_t pos = 0;
   Py_ssize_t index = 0;
@@ -104,11 +101,7 @@ bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
       return false;
     }
   }
-  if (!check_accessors(value, ctx)) {
-    fail_count_++;
-    return false;
-  }
-  return true;
+  return check_accessors(value, ctx);
 }
 
 std::unique_ptr<GuardManager> DictGuardManager::clone_node(RootGuardManager* root) const {

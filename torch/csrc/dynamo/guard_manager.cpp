@@ -60,15 +60,15 @@ GuardManager::GuardManager(RootGuardManager* root, std::string source, py::handl
 GuardManager::~GuardManager() = default;
 
 bool GuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
+  return check_leaves(value, ctx) && check_accessors(value, ctx);
+}
+
+bool GuardManager::check_leaves(PyObject* value, CheckContext* ctx) {
   for (const LeafGuardPtr& leaf : leaves_) {
     if (!leaf->run(value, ctx)) {
       fail_count_++;
       return false;
     }
-  }
-  if (!check_accessors(value, ctx)) {
-    fail_count_++;
-    return false;
   }
   return true;
 }
@@ -82,6 +82,7 @@ bool GuardManager::check_accessors(PyObject* value, CheckContext* ctx) {
       std::stable_sort(accessors_.begin(), accessors_.end(), [](const auto& a, const auto& b) {
         return a->child()->fail_count() > b->child()->fail_count();
       });
+      fail_count_++;
       return false;
     }
   }

@@ -99,8 +99,10 @@ class GuardManager {
   bool tag_safe_root = false;
 
  protected:
-  // Evaluates the accessors in order; on a failure, reorders them by fail
-  // count (most failing first).
+  // The leaf guards, in order; counts a failure.
+  bool check_leaves(PyObject* value, CheckContext* ctx);
+  // Evaluates the accessors in order; on a failure, counts it and reorders
+  // them by fail count (most failing first).
   bool check_accessors(PyObject* value, CheckContext* ctx);
   std::unique_ptr<GuardManager> make_child(ManagerKind kind, std::string source, py::handle example_value);
   virtual std::unique_ptr<GuardManager> clone_node(RootGuardManager* root) const;
