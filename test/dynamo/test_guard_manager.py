@@ -546,6 +546,59 @@ class SubtreeMemoTests(TestCase):
         self.assertTrue(root.check({"m": obj, "x": b}))
         self.assertFalse(root.check({"m": obj, "x": a}))
 
+    def getattr_tree(self, obj: object) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        m.getattr_manager("flag", "L['m'].flag", obj.flag, PLAIN).add_true_match_guard(["L['m'].flag is True"], None)
+        m.getattr_manager("count", "L['m'].count", obj.count, PLAIN).add_equals_match_guard(3, ["L['m'].count == 3"], None)
+        root.finalize()
+        return root, m
+
+    def test_memo_getattr_value_replaced(self):
+        obj = self.fresh()
+        root, m = self.getattr_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size(), "an instance-__dict__ getattr is pinned by the log")
+        obj.count = 4
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_getattr_property_added_to_class(self):
+        cls = type("LocalHolder", (Holder,), {})
+        obj = cls(flag=True, count=3, t=torch.randn(2))
+        root, m = self.getattr_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        cls.count = property(lambda self: 4)  # a data descriptor now answers
+        self.assertFalse(root.check({"m": obj}))
+
+    def dict_order_tree(self, d: dict) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        outer = root.framelocals_manager(("o", 0), "L['o']", Holder(d=d), PLAIN)
+        dm = outer.getattr_manager("d", "L['o'].d", d, DICT)
+        dm.get_key_manager(0, "key 0", "a", PLAIN).add_equals_match_guard("a", ["key 0 == 'a'"], None)
+        dm.get_value_manager(0, "value 0", 1, PLAIN).add_equals_match_guard(1, ["value 0 == 1"], None)
+        dm.get_value_manager(1, "value 1", 2, PLAIN).add_equals_match_guard(2, ["value 1 == 2"], None)
+        root.finalize()
+        return root, outer
+
+    def test_memo_dict_key_order_changed(self):
+        d = {"a": 1, "b": 2}
+        o = Holder(d=d)
+        root, outer = self.dict_order_tree(d)
+        self.assertTrue(root.check({"o": o}))
+        self.assertIsNotNone(outer.memo_log_size())
+        del d["a"]
+        d["a"] = 1  # same keys and values, new order
+        self.assertFalse(root.check({"o": o}))
+
+    def test_memo_dict_value_changed_in_ordered_dict(self):
+        d = {"a": 1, "b": 2}
+        o = Holder(d=d)
+        root, _ = self.dict_order_tree(d)
+        self.assertTrue(root.check({"o": o}))
+        d["b"] = 5
+        self.assertFalse(root.check({"o": o}))
+
     def test_memo_python_guard_is_never_memoized(self):
         obj = self.fresh()
         root, m = self.build(obj)

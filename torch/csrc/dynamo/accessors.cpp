@@ -272,13 +272,13 @@ PyObject* GetGenericDictGuardAccessor::access(PyObject* parent) {
 }
 
 GenericGetAttrGuardAccessor::GenericGetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
-    : KeyedAccessor(interned_name(key, "attr"), std::move(c)) {}
+    : InstanceAttrAccessor(interned_name(key, "attr"), std::move(c)) {}
 PyObject* GenericGetAttrGuardAccessor::access(PyObject* parent) {
   return PyObject_GenericGetAttr(parent, key_.ptr());
 }
 
 GetAttrGuardAccessor::GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
-    : KeyedAccessor(interned_name(key, "attr"), std::move(c)) {}
+    : InstanceAttrAccessor(interned_name(key, "attr"), std::move(c)) {}
 PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
   return PyObject_GetAttr(parent, key_.ptr());
 }

@@ -3,6 +3,7 @@
 // binding and the builder method that creates it.
 #pragma once
 
+#include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/guard_manager.h"
 
@@ -108,9 +109,38 @@ class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAcce
   bool memoizable() const override { return true; }
 };
 // object.__getattribute__(parent, name): skips a class's __getattr__.
-DYNAMO_GUARDS_ACCESSOR_REPORTING(GenericGetAttrGuardAccessor, "getattr failed on source ");
+// Supplies the memo hooks of the two getattr accessors: a read the instance
+// __dict__ answered is pinned by the class tag and that dict.
+template <typename Derived>
+class InstanceAttrAccessor : public KeyedAccessor<Derived> {
+ public:
+  using KeyedAccessor<Derived>::KeyedAccessor;
+  std::string access_failure() const override { return "getattr failed on source " + this->child_->source(); }
+  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    if (!instance_dict_answers(parent, this->key_.ptr(), child)) {
+      recorder.abort();
+      return;
+    }
+    recorder.type_tag(parent);
+    recorder.object_dict(parent);
+    recorder.anchor(child);
+  }
+  bool memoizable() const override { return true; }
+};
+
+class GenericGetAttrGuardAccessor : public InstanceAttrAccessor<GenericGetAttrGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "GenericGetAttrGuardAccessor";
+  GenericGetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+};
 // getattr(parent, name).
-DYNAMO_GUARDS_ACCESSOR_REPORTING(GetAttrGuardAccessor, "getattr failed on source ");
+class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "GetAttrGuardAccessor";
+  GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+};
 // tensor.size(i) / stride(i) / storage_offset(); ATen, in tensor_property_accessor.cpp.
 DYNAMO_GUARDS_ACCESSOR(TensorSizeGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TensorStrideGuardAccessor);

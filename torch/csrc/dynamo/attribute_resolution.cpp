@@ -186,6 +186,26 @@ PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan) {
   return PyObject_GetAttr(obj, name);
 }
 
+bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value) {
+  PyTypeObject* type = Py_TYPE(obj);
+  bool generic_slot = type->tp_getattro == PyObject_GenericGetAttr || type->tp_getattro == PyModule_Type.tp_getattro ||
+      plan_attribute(type, name).path != AttrPath::GetAttr;
+  if (!generic_slot) {
+    return false;
+  }
+  PyObject* descr = _PyType_Lookup(type, name);
+  if (descr != nullptr && Py_TYPE(descr)->tp_descr_set != nullptr) {
+    return false;
+  }
+  PyObject* d = instance_dict(obj);
+  if (d == nullptr || !PyDict_Check(d)) {
+    return false;
+  }
+  PyObject* found = PyDict_GetItemWithError(d, name);
+  PyErr_Clear();
+  return found == value;
+}
+
 ModuleDictSlot locate_in_module_dicts(PyObject* obj, PyObject* name, const AttrPlan& plan) {
   if (plan.path != AttrPath::ModuleDicts) {
     return ModuleDictSlot::Elsewhere;

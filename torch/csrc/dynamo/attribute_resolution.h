@@ -80,6 +80,13 @@ PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
 // hasattr(obj, name) along `plan`: 1, 0, or -1 with an error set.
 int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
 
+// True when `obj.name` is `value` because the instance __dict__ answered:
+// the getattr slot is the generic one (or a module's, or a Python class's
+// whose __getattribute__ is object's), no data descriptor for `name` is on
+// the class, and the instance __dict__ holds exactly `value`. Such a read is
+// pinned by the class's version tag and the __dict__'s contents.
+bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value);
+
 // Which step of the lookup answers `obj.name` for a ModuleDicts plan. For
 // any other plan the answer is Elsewhere (instance __dict__, class, getattr).
 enum class ModuleDictSlot : unsigned char { Parameters, Buffers, Modules, InstanceDict, Missing, Elsewhere, Error };

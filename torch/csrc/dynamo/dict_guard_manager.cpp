@@ -43,23 +43,24 @@ GuardManager* DictGuardManager::value_manager(
 }
 
 GuardManager::MemoPlan DictGuardManager::place_memos() {
-  memo_.reset();
-  size_t nodes = 1 + leaves_.size();
-  auto visit = [&nodes](GuardManager* m) {
-    if (m != nullptr) {
-      MemoPlan plan = m->place_memos();
-      m->memoize_if_worthwhile(plan);
-      nodes += plan.nodes;
-    }
-  };
+  MemoPlan plan = GuardManager::place_memos();
+  std::vector<std::pair<GuardManager*, MemoPlan>> children;
   for (auto& [index, entry] : entries_) {
-    visit(entry.key.get());
-    visit(entry.value.get());
+    for (GuardManager* m : {entry.key.get(), entry.value.get()}) {
+      if (m != nullptr) {
+        MemoPlan p = m->place_memos();
+        plan.memoizable = plan.memoizable && p.memoizable;
+        plan.nodes += p.nodes;
+        children.emplace_back(m, p);
+      }
+    }
   }
-  for (const auto& accessor : accessors_) {
-    visit(accessor->child());
+  if (!plan.memoizable) {
+    for (auto& [child, p] : children) {
+      child->memoize_if_worthwhile(p);
+    }
   }
-  return {false, nodes};
+  return plan;
 }
 
 bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
@@ -80,6 +81,10 @@ bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
   if (!check_leaves(value, ctx)) {
     return false;
   }
+  if (ctx != nullptr && ctx->recorder != nullptr) {
+    ctx->recorder->type(value);
+    ctx->recorder->dict(value);  // pins order, keys and values
+  }
   Py_ssize_t pos = 0;
   Py_ssize_t index = 0;
   PyObject* key = nullptr;    // borrowed
@@ -96,6 +101,10 @@ bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
     // dict; hold the pair for the duration.
     py::object key_ref = py::reinterpret_borrow<py::object>(key);
     py::object item_ref = py::reinterpret_borrow<py::object>(item);
+    if (ctx != nullptr && ctx->recorder != nullptr) {
+      ctx->recorder->anchor(key);
+      ctx->recorder->anchor(item);
+    }
     if ((entry.key && !entry.key->check(key_ref.ptr(), ctx)) || (entry.value && !entry.value->check(item_ref.ptr(), ctx))) {
       fail_count_++;
       return false;

@@ -14,7 +14,8 @@ class DictGuardManager : public GuardManager {
   DictGuardManager(RootGuardManager* root, std::string source, py::handle example_value);
 
   bool check_subtree(PyObject* value, CheckContext* ctx) override;
-  // Never memoized itself (it iterates the dict); memoizes inside.
+  // Memoizable like a plain manager: its dict's version pins the order,
+  // the keys and the values it iterates.
   MemoPlan place_memos() override;
 
   GuardManager* key_manager(py::object index, std::string source, py::handle example_value, const py::object& guard_manager_enum);
