@@ -599,16 +599,36 @@ class SubtreeMemoTests(TestCase):
         d["b"] = 5
         self.assertFalse(root.check({"o": o}))
 
-    def test_memo_python_guard_is_never_memoized(self):
+    def test_memo_python_guard_runs_on_every_call(self):
         obj = self.fresh()
         root, m = self.build(obj)
         calls = []
         m.add_lambda_guard(lambda v: calls.append(1) or True, ["python"], None)
         root.finalize()
-        self.assertFalse(m.is_memoized())
-        root.check({"m": obj})
-        root.check({"m": obj})
-        self.assertEqual(len(calls), 2)
+        for _ in range(3):
+            self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size())
+        self.assertEqual(len(calls), 3, "a Python guard is re-run from the log, never assumed")
+
+    def test_memo_unpinned_read_is_walked_from_the_log(self):
+        class Slots:
+            __slots__ = ("value",)
+
+        obj = self.fresh()
+        obj.slots = Slots()
+        obj.slots.value = 1
+        root, m = self.build(obj)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        s = d.dict_getitem_manager("slots", "L['m'].slots", obj.slots, PLAIN)
+        # A slot is a data descriptor: nothing pins the read, so the log
+        # walks this accessor again on every call.
+        s.getattr_manager("value", "L['m'].slots.value", 1, PLAIN).add_equals_match_guard(1, ["value == 1"], None)
+        root.finalize()
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size())
+        obj.slots.value = 2
+        self.assertFalse(root.check({"m": obj}))
 
 
 class GlobalStateTests(TestCase):

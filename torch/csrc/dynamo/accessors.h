@@ -56,11 +56,11 @@ class DictGetItemGuardAccessor : public KeyedAccessor<DictGetItemGuardAccessor> 
   PyObject* access(PyObject* parent) override;
   std::string access_failure() const override { return "KeyError on " + child_->source(); }
   // The item is pinned by the dict's version.
-  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
     recorder.dict(parent);
     recorder.anchor(child);
+    return true;
   }
-  bool memoizable() const override { return true; }
 };
 // parent[key] through the full protocol.
 DYNAMO_GUARDS_ACCESSOR_REPORTING(GetItemGuardAccessor, "KeyError on ");
@@ -71,14 +71,13 @@ class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor
   TupleGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
   // A tuple never changes: an anchored tuple pins its items.
-  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
-    if (recorder.anchored(parent) && PyTuple_CheckExact(parent)) {
-      recorder.anchor(child);
-    } else {
-      recorder.abort();
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    if (!recorder.anchored(parent) || !PyTuple_CheckExact(parent)) {
+      return false;
     }
+    recorder.anchor(child);
+    return true;
   }
-  bool memoizable() const override { return true; }
 };
 // (idx, parent): the builder's IndexedSource.
 DYNAMO_GUARDS_ACCESSOR(IndexedGuardAccessor);
@@ -105,8 +104,10 @@ class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAcce
   GetGenericDictGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
   // The dict is pinned by the object's dict pointer and the dict's version.
-  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override { recorder.object_dict(parent); }
-  bool memoizable() const override { return true; }
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    recorder.object_dict(parent);
+    return true;
+  }
 };
 // object.__getattribute__(parent, name): skips a class's __getattr__.
 // Supplies the memo hooks of the two getattr accessors: a read the instance
@@ -116,16 +117,15 @@ class InstanceAttrAccessor : public KeyedAccessor<Derived> {
  public:
   using KeyedAccessor<Derived>::KeyedAccessor;
   std::string access_failure() const override { return "getattr failed on source " + this->child_->source(); }
-  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
     if (!instance_dict_answers(parent, this->key_.ptr(), child)) {
-      recorder.abort();
-      return;
+      return false;
     }
     recorder.type_tag(parent);
     recorder.object_dict(parent);
     recorder.anchor(child);
+    return true;
   }
-  bool memoizable() const override { return true; }
 };
 
 class GenericGetAttrGuardAccessor : public InstanceAttrAccessor<GenericGetAttrGuardAccessor> {

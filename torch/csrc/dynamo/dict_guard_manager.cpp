@@ -44,20 +44,13 @@ GuardManager* DictGuardManager::value_manager(
 
 GuardManager::MemoPlan DictGuardManager::place_memos() {
   MemoPlan plan = GuardManager::place_memos();
-  std::vector<std::pair<GuardManager*, MemoPlan>> children;
   for (auto& [index, entry] : entries_) {
     for (GuardManager* m : {entry.key.get(), entry.value.get()}) {
       if (m != nullptr) {
         MemoPlan p = m->place_memos();
-        plan.memoizable = plan.memoizable && p.memoizable;
+        m->memoize_if_worthwhile(p);
         plan.nodes += p.nodes;
-        children.emplace_back(m, p);
       }
-    }
-  }
-  if (!plan.memoizable) {
-    for (auto& [child, p] : children) {
-      child->memoize_if_worthwhile(p);
     }
   }
   return plan;

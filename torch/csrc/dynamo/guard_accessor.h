@@ -39,12 +39,11 @@ class GuardAccessor {
   // on source ...", "KeyError on ...").
   virtual std::string access_failure() const;
 
-  // What reading `child` from `parent` depended on, for a SubtreeMemo. The
-  // default aborts the recording: only accessors that read through dicts
-  // (or immutable tuples) can be pinned by a log.
-  virtual void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) { recorder.abort(); }
-  // Static part of the same question.
-  virtual bool memoizable() const { return false; }
+  // For a SubtreeMemo: records what reading `child` from `parent` depended
+  // on and returns true when that pins the read (dict contents, class
+  // version tags, immutable tuples). Returns false, recording nothing, when
+  // it does not; the log then re-runs this accessor and its subtree.
+  virtual bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) { return false; }
 
   // Reads the child value and evaluates its manager.
   bool check(PyObject* parent, CheckContext* ctx);

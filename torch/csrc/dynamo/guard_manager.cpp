@@ -91,24 +91,13 @@ bool GuardManager::check_accessors(PyObject* value, CheckContext* ctx) {
 
 GuardManager::MemoPlan GuardManager::place_memos() {
   memo_.reset();
-  bool memoizable = true;
   size_t nodes = 1 + leaves_.size();
-  for (const LeafGuardPtr& leaf : leaves_) {
-    memoizable = memoizable && leaf->memoizable();
-  }
-  std::vector<std::pair<GuardManager*, MemoPlan>> children;
   for (const auto& accessor : accessors_) {
     MemoPlan plan = accessor->child()->place_memos();
-    memoizable = memoizable && accessor->memoizable() && plan.memoizable;
+    accessor->child()->memoize_if_worthwhile(plan);
     nodes += plan.nodes;
-    children.emplace_back(accessor->child(), plan);
   }
-  if (!memoizable) {
-    for (auto& [child, plan] : children) {
-      child->memoize_if_worthwhile(plan);
-    }
-  }
-  return {memoizable, nodes};
+  return {nodes};
 }
 
 void GuardManager::add_leaf_guard(LeafGuardPtr guard) {
@@ -225,7 +214,16 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
     return false;
   }
   if (ctx != nullptr && ctx->recorder != nullptr) {
-    record(*ctx->recorder, parent, child_value.get());
+    MemoRecorder& recorder = *ctx->recorder;
+    if (!recorder.reachable(parent)) {
+      return child_->check(child_value.get(), nullptr);
+    }
+    if (!record(recorder, parent, child_value.get())) {
+      // Not pinned: the log re-runs this accessor with its whole subtree,
+      // which is therefore checked here without recording.
+      recorder.walk(this, parent);
+      return child_->check(child_value.get(), nullptr);
+    }
   }
   return child_->check(child_value.get(), ctx);
 }

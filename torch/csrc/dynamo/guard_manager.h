@@ -41,20 +41,21 @@ class GuardManager {
   // The walk itself: leaves first, then children in order.
   virtual bool check_subtree(PyObject* value, CheckContext* ctx);
 
-  // Puts a SubtreeMemo on every maximal subtree that a log can pin and that
-  // is large enough to be worth it; called once the tree is complete.
+  // Puts a SubtreeMemo on every subtree below this node that is large
+  // enough to be worth it; called once the tree is complete. A memo that is
+  // validating never consults the memos below it; they serve when it is
+  // disabled and in its Walk steps.
   struct MemoPlan {
-    bool memoizable;
-    size_t nodes;
+    size_t nodes;  // managers and leaf guards in the subtree
   };
   virtual MemoPlan place_memos();
   // Subtrees smaller than this are walked: a log would not be shorter.
   static constexpr size_t kMinMemoNodes = 4;
   const SubtreeMemo* memo() const { return memo_.get(); }
-  // Gives this node a memo when `plan` (its own place_memos result) is
-  // memoizable and large enough; called by the parent that is not.
+  // Gives this node a memo when `plan` (its own place_memos result) says
+  // the subtree is large enough; called by the parent.
   void memoize_if_worthwhile(const MemoPlan& plan) {
-    if (plan.memoizable && plan.nodes >= kMinMemoNodes) {
+    if (plan.nodes >= kMinMemoNodes) {
       memo_ = std::make_unique<SubtreeMemo>();
     }
   }

@@ -37,12 +37,10 @@ class LeafGuard {
   virtual const char* kind() const = 0;
 
   // What this guard's verdict on `value` depends on, for a SubtreeMemo. The
-  // default re-runs the guard; guards whose verdict is pinned by a dict's
-  // contents, a type's identity or version tag say so instead, and guards
-  // that run arbitrary code abort the recording.
+  // default re-runs the guard (tensor metadata, Python callables, relation
+  // slots); guards whose verdict is pinned by a dict's contents, a type's
+  // identity or version tag say so instead.
   virtual void record(MemoRecorder& recorder, PyObject* value) { recorder.leaf(this, value); }
-  // Static part of the same question: may a memo ever cover this guard?
-  virtual bool memoizable() const { return true; }
 
   // The one evaluation entry point for managers: fast when ctx is null.
   bool run(PyObject* value, CheckContext* ctx) {

@@ -51,7 +51,7 @@ PyObject* NNModuleAttrGuardAccessor::access(PyObject* parent) {
   return read_attribute(parent, key_.ptr(), plan_.get(Py_TYPE(parent), key_.ptr()));
 }
 
-void NNModuleAttrGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+bool NNModuleAttrGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
   const AttrPlan& plan = plan_.get(Py_TYPE(parent), key_.ptr());
   PyObject* d = instance_dict(parent);
   bool from_instance_dict = d != nullptr && PyDict_Check(d) && PyDict_GetItemWithError(d, key_.ptr()) == child;
@@ -67,17 +67,16 @@ void NNModuleAttrGuardAccessor::record(MemoRecorder& recorder, PyObject* parent,
       break;
     case AttrPath::InstanceDictThenClass:
       if (!from_instance_dict) {
-        recorder.abort();
-        return;
+        return false;
       }
       recorder.type_tag(parent);
       recorder.object_dict(parent);
       break;
     case AttrPath::GetAttr:
-      recorder.abort();
-      return;
+      return false;
   }
   recorder.anchor(child);
+  return true;
 }
 
 std::string NNModuleAttrGuardAccessor::repr() const {

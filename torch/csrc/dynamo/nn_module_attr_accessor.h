@@ -30,8 +30,7 @@ class NNModuleAttrGuardAccessor : public GuardAccessor {
   std::unique_ptr<GuardAccessor> clone_with(std::unique_ptr<GuardManager> child) const override;
   // Pinned by the class's version tag and the dicts the read went through;
   // a class attribute (a fresh bound method per read) or a getattr aborts.
-  void record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
-  bool memoizable() const override { return true; }
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
 
   // Where the attribute was found at build time: "__dict__", "_parameters",
   // "_buffers", "_modules", "class attribute on Base", or "getattr: <why>".

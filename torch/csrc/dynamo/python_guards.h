@@ -17,9 +17,6 @@ class PythonPredicateGuard : public LeafGuard {
   // Uses predicate.explain(value) -> str when the predicate offers one.
   void explain_failure(PyObject* value, CheckContext& ctx) override;
   const py::object& predicate() const { return predicate_; }
-  // Arbitrary Python: nothing pins its verdict.
-  void record(MemoRecorder& recorder, PyObject* value) override { recorder.abort(); }
-  bool memoizable() const override { return false; }
 
  private:
   py::object predicate_;

@@ -2,6 +2,7 @@
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/check_context.h"
+#include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/guard_manager.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
 
@@ -95,6 +96,13 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   push({MemoStep::Kind::Leaf, value, guard, 0});
 }
 
+void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
+  if (!reachable(parent)) {
+    return;
+  }
+  push({MemoStep::Kind::Walk, parent, accessor, 0});
+}
+
 bool SubtreeMemo::validate(PyObject* value) const {
   if (value != value_) {
     return false;
@@ -130,25 +138,37 @@ bool SubtreeMemo::validate(PyObject* value) const {
           return false;
         }
         break;
+      case MemoStep::Kind::Walk:
+        if (!static_cast<GuardAccessor*>(s.b)->check(static_cast<PyObject*>(s.a), nullptr)) {
+          return false;
+        }
+        break;
     }
   }
   return true;
 }
 
 bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
-  if (valid_ && validate(value)) {
-    return true;
-  }
-  valid_ = false;
   if (disabled_) {
     return owner.check_subtree(value, nullptr);
   }
+  bool had_log = valid_;
+  if (valid_ && validate(value)) {
+    stale_logs_ = 0;
+    return true;
+  }
+  valid_ = false;
   MemoRecorder recorder(value);
   CheckContext ctx;
   ctx.recorder = &recorder;
   bool ok = owner.check_subtree(value, &ctx);
   if (!ok) {
     return false;
+  }
+  if (had_log && ++stale_logs_ >= kMaxStaleLogs) {
+    disabled_ = true;
+    steps_.clear();
+    return true;
   }
   if (recorder.aborted()) {
     disabled_ = ++aborts_ >= kMaxAborts;

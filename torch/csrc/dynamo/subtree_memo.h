@@ -1,5 +1,7 @@
 // SubtreeMemo: a guard subtree that passed is re-validated from a flat log of
-// what it read, instead of being walked again.
+// what it read, instead of being walked again. Parts whose reads cannot be
+// pinned are re-run from the log (Leaf and Walk steps), so every subtree can
+// be memoized; the log is a cache of the walk, never a second verdict.
 //
 // While a subtree is checked in full, every accessor and leaf records what
 // its verdict depended on (MemoRecorder). Reads through dicts become version
@@ -9,9 +11,10 @@
 // same, alive objects. Class-level decisions become type version-tag checks
 // (see attribute_resolution.h). What can change without any dict or type
 // changing (tensor metadata, a value's __class__, a relation between inputs)
-// is re-checked by running the leaf again. Anything else (Python callables,
-// getattr through arbitrary code, a fresh object per read) aborts the
-// recording, and the subtree is walked in full every time.
+// is re-checked by running the leaf again. Reads that nothing pins (getattr
+// through arbitrary code, a fresh object per read) end the
+// recording's pinning for that part: the log re-runs the accessor and its
+// subtree (a Walk step), exactly as the walk would.
 //
 // Safety of the log: a pointer in it is only dereferenced when it is reached
 // through objects already validated in log order (the memo's own value is
@@ -27,6 +30,7 @@
 
 namespace dynamo_guards {
 
+class GuardAccessor;
 class GuardManager;
 class LeafGuard;
 
@@ -39,6 +43,7 @@ struct MemoStep {
     Type,        // a: the object, b: its type
     TypeTag,     // a: the object, b: its type, c: the type's version tag
     Leaf,        // a: the object, b: the LeafGuard to run on it
+    Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
   };
   Kind kind;
   void* a;
@@ -69,6 +74,9 @@ class MemoRecorder {
     return false;
   }
 
+  // The log re-runs `accessor` (and its subtree) on the reachable `parent`.
+  void walk(GuardAccessor* accessor, PyObject* parent);
+
   void object_dict(PyObject* obj);
   void dict(PyObject* d);
   void type(PyObject* obj);
@@ -96,12 +104,15 @@ class MemoRecorder {
 
 class SubtreeMemo {
  public:
-  // Evaluates `owner` (whose subtree is memoizable) on `value`: from the log
+  // Evaluates `owner` on `value`: from the log
   // when it validates, else in full while recording a new log.
   bool evaluate(GuardManager& owner, PyObject* value);
 
-  // Recordings that keep aborting stop being attempted.
+  // Recordings that keep aborting stop being attempted; so do logs that keep
+  // failing to validate on calls the full check then passes (a value that
+  // is a new object on every call, a dict rewritten on every call).
   static constexpr int kMaxAborts = 3;
+  static constexpr int kMaxStaleLogs = 8;
 
   size_t num_steps() const { return steps_.size(); }
   bool has_log() const { return valid_; }
@@ -112,6 +123,7 @@ class SubtreeMemo {
   bool valid_ = false;
   bool disabled_ = false;
   int aborts_ = 0;
+  int stale_logs_ = 0;  // consecutive passing calls whose log did not validate
   PyObject* value_ = nullptr;  // identity only: compared, never dereferenced
   std::vector<MemoStep> steps_;
 };
