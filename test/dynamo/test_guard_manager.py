@@ -709,6 +709,52 @@ class DefaultDtype:
         torch.set_default_dtype(self.previous)
 
 
+class ModuleAttributePathTests(TestCase):
+    """The tree shows, for each module attribute, where Python finds it and,
+    for every fallback to getattr, why."""
+
+    def path_of(self, module: torch.nn.Module, name: str) -> str:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", module, PLAIN)
+        value = getattr(module, name)
+        m.nn_module_attr_manager(name, f"L['m'].{name}", value, PLAIN, module)
+        (accessor,) = m.get_accessors()
+        self.assertIs(root.check({"m": module}), True)
+        return accessor.repr()
+
+    def test_paths_in_lookup_order(self):
+        class Base(torch.nn.Module):
+            def linear(self, x):
+                return x
+
+        class Mod(Base):
+            @property
+            def doubled(self):
+                return 2
+
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(2, 2)
+                self.plain = 1
+                self.register_buffer("buf", torch.zeros(1))
+
+        mod = Mod()
+        self.assertEqual(self.path_of(mod, "plain"), "NNModuleAttrGuardAccessor('plain' from __dict__)")
+        self.assertEqual(self.path_of(mod, "buf"), "NNModuleAttrGuardAccessor('buf' from _buffers)")
+        self.assertEqual(self.path_of(mod._modules["linear"], "weight"), "NNModuleAttrGuardAccessor('weight' from _parameters)")
+        self.assertIn("'linear' from class attribute on", self.path_of(mod, "linear"))
+        self.assertIn("'doubled' from getattr: property on class", self.path_of(mod, "doubled"))
+
+    def test_custom_getattr_falls_back_with_reason(self):
+        class Custom(torch.nn.Module):
+            def __getattr__(self, name):
+                return super().__getattr__(name)
+
+        mod = Custom()
+        mod.register_buffer("buf", torch.zeros(1))
+        self.assertIn("from getattr: custom __getattr__ on", self.path_of(mod, "buf"))
+
+
 class CoverageTableTests(TestCase):
     def test_readme_coverage_table_matches_engine(self):
         text = README.read_text()
