@@ -156,7 +156,11 @@ class AttributePrecedenceTests(ShadowingTestCase):
         # linear is registered in _modules, but the base-class method answers:
         # the tree reads it from the class, never from _modules.
         self.assertTrue(
-            any("CLASS_ATTR_MATCH: L['self'].linear from class attribute on test_modules.PrecedenceBase" in l for l in lines)
+            any(
+                f"CLASS_ATTR_MATCH: L['self'].linear from class attribute on {PrecedenceBase.__module__}.PrecedenceBase"
+                in line
+                for line in lines
+            )
         )
         self.assertFalse([l for l in lines if "_modules['linear']" in l or "'linear' from _modules" in l])
 
