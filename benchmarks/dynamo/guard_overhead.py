@@ -1041,6 +1041,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         results.append(result)
         print(format_table(result) + f"\n  ({result['bench_seconds']:.0f} s)\n", flush=True)
+    for path in (args.json, args.plot):
+        if path:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     if args.json:
         report = {"environment": environment(), "config": dataclasses.asdict(bench), "results": results, "skipped": skipped}
         with open(args.json, "w") as f:
