@@ -5,8 +5,11 @@ recompile exactly when stock torch does."""
 # Owner(s): ["module: dynamo"]
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import sys
+import weakref
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Sequence
@@ -290,6 +293,26 @@ class WiringTests(TestCase):
         with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
             self.assertEqual(opt(torch.randn(3, 3)).shape, (3, 3))
             self.assertEqual(opt(torch.randn(2)).shape, (2,))
+
+    def test_compiled_module_is_not_kept_alive(self):
+        """Guards (and the memo logs, which hold no references) must not keep
+        a compiled module alive longer than stock torch does: neither does."""
+
+        def module_outlives_compile(engine_ctx) -> bool:
+            torch._dynamo.reset()
+            with engine_ctx:
+                mod = Net().eval()
+                ref = weakref.ref(mod)
+                opt = torch.compile(mod, backend="eager")
+                with torch.no_grad():
+                    opt(torch.randn(2, 4))
+                    opt(torch.randn(2, 4))  # the second call validates the memo logs
+                del opt, mod
+            gc.collect()
+            return ref() is not None
+
+        self.assertFalse(module_outlives_compile(contextlib.nullcontext()))
+        self.assertFalse(module_outlives_compile(dynamo_guards.enabled()))
 
     def test_precompile_frames_fall_back_to_stock_with_one_log_line(self):
         dynamo_guards.install()
