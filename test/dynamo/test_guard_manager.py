@@ -600,6 +600,36 @@ class SubtreeMemoTests(TestCase):
         d["b"] = 5
         self.assertFalse(root.check({"o": o}))
 
+    def test_memo_guard_added_after_finalize(self):
+        obj = self.fresh()
+        root, m = self.build(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size())
+        m.add_lambda_guard(lambda v: False, ["added later"], None)
+        self.assertFalse(root.check({"m": obj}), "a log recorded before the addition must not skip it")
+
+    def test_memo_module_buffers_dict_subclass_is_walked(self):
+        class FreshEachRead(dict):
+            def __getitem__(self, key):
+                return torch.zeros(2) + len(key)
+
+        mod = torch.nn.Module()
+        mod.register_buffer("buf", torch.zeros(2))
+        mod.__dict__["_buffers"] = FreshEachRead(buf=torch.zeros(2))
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", mod, PLAIN)
+        buf = mod.buf
+        b = m.nn_module_attr_manager("buf", "L['m'].buf", buf, PLAIN, mod)
+        b.add_type_match_guard(id_type(buf), ["type(buf)"], None)
+        b.add_tensor_match_guard(buf, [2], [1], "buf", ["check_tensor(buf)"], None, type(buf), torch._C._dispatch_keys(buf))
+        root.finalize()
+        for _ in range(4):
+            # Each read is a new tensor: the log must walk the read, never
+            # keep a pointer to a tensor that is already gone.
+            self.assertTrue(root.check({"m": mod}))
+        mod.__dict__["_buffers"] = FreshEachRead()
+        self.assertFalse(root.check({"m": mod}))
+
     def test_memo_python_guard_runs_on_every_call(self):
         obj = self.fresh()
         root, m = self.build(obj)

@@ -26,6 +26,7 @@ GuardManager* DictGuardManager::key_manager(
   Entry& entry = entries_[checked_index(index)];
   if (!entry.key) {
     entry.key = make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+    notify_tree_changed();
   }
   return entry.key.get();
 }
@@ -38,6 +39,7 @@ GuardManager* DictGuardManager::value_manager(
   Entry& entry = entries_[checked_index(index)];
   if (!entry.value) {
     entry.value = make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+    notify_tree_changed();
   }
   return entry.value.get();
 }

@@ -102,6 +102,11 @@ GuardManager::MemoPlan GuardManager::place_memos() {
 
 void GuardManager::add_leaf_guard(LeafGuardPtr guard) {
   leaves_.push_back(std::move(guard));
+  notify_tree_changed();
+}
+
+void GuardManager::notify_tree_changed() {
+  root_->tree_changed();
 }
 
 bool GuardManager::has_relational_guard() const {

@@ -79,6 +79,7 @@ class GuardManager {
     std::unique_ptr<GuardManager> child =
         make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
     accessors_.push_back(std::make_unique<Accessor>(std::move(key), std::move(child), std::forward<Extra>(extra)...));
+    notify_tree_changed();
     return accessors_.back()->child();
   }
 
@@ -102,6 +103,8 @@ class GuardManager {
  protected:
   // The leaf guards, in order; counts a failure.
   bool check_leaves(PyObject* value, CheckContext* ctx);
+  // Tells the root a node was added (defined where RootGuardManager is).
+  void notify_tree_changed();
   // Evaluates the accessors in order; on a failure, counts it and reorders
   // them by fail count (most failing first).
   bool check_accessors(PyObject* value, CheckContext* ctx);

@@ -29,12 +29,23 @@ class RootGuardManager : public GuardManager {
 
   std::unique_ptr<RootGuardManager> clone_root(const py::object& keep) const;
 
-  // Called once the builder is done: chooses the memoized subtrees.
-  void finalize() { place_memos(); }
+  // Called once the builder is done: chooses the memoized subtrees. A guard
+  // or child added afterwards finalizes again, dropping every log (a log
+  // recorded before the addition would skip the new guard).
+  void finalize() {
+    place_memos();
+    finalized_ = true;
+  }
+  void tree_changed() {
+    if (finalized_) {
+      place_memos();
+    }
+  }
 
   std::string compile_id;
 
  private:
+  bool finalized_ = false;
   std::vector<LeafGuardPtr> epilogue_;
   std::vector<std::shared_ptr<RelationalState>> relations_;
 };

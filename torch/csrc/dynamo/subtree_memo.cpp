@@ -18,6 +18,11 @@ void MemoRecorder::object_dict(PyObject* obj) {
   if (!reachable(obj)) {
     return;
   }
+  if (obj == memo_value_) {
+    // The memo's value is matched by address only: pin its type (and so its
+    // layout) before any step reads inside it.
+    type(obj);
+  }
   if (!object_dicts_.insert(obj).second) {
     return;
   }
@@ -42,6 +47,9 @@ void MemoRecorder::dict(PyObject* d) {
     abort();
     return;
   }
+  if (d == memo_value_) {
+    type(d);  // as in object_dict: the version is read only from a dict
+  }
   if (!dicts_.insert(d).second) {
     return;
   }
@@ -52,25 +60,30 @@ void MemoRecorder::type(PyObject* obj) {
   if (!reachable(obj)) {
     return;
   }
-  if (type_tags_.count(obj) != 0 || !types_.insert(obj).second) {
-    return;
+  PyTypeObject* t = Py_TYPE(obj);
+  auto tagged = type_tags_.find(obj);
+  auto typed = types_.find(obj);
+  if ((tagged != type_tags_.end() && tagged->second == t) || (typed != types_.end() && typed->second == t)) {
+    return;  // the same check is already in the log
   }
-  push({MemoStep::Kind::Type, obj, Py_TYPE(obj), 0});
+  types_[obj] = t;
+  push({MemoStep::Kind::Type, obj, t, 0});
 }
 
 void MemoRecorder::type_tag(PyObject* obj) {
   if (!reachable(obj)) {
     return;
   }
-  if (!type_tags_.insert(obj).second) {
+  PyTypeObject* t = Py_TYPE(obj);
+  auto tagged = type_tags_.find(obj);
+  if (tagged != type_tags_.end() && tagged->second == t) {
     return;
   }
-  PyTypeObject* t = Py_TYPE(obj);
   if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag == 0) {
     abort();  // no tag to pin the class-level decisions to
     return;
   }
-  types_.insert(obj);
+  type_tags_[obj] = t;
   push({MemoStep::Kind::TypeTag, obj, t, t->tp_version_tag});
 }
 
@@ -82,6 +95,11 @@ void MemoRecorder::module_dicts(PyObject* module) {
   }
   for (const char* key : {"_parameters", "_buffers", "_modules"}) {
     PyObject* sub = PyDict_GetItemString(d, key);  // borrowed, held by the validated __dict__
+    if (sub != nullptr && !PyDict_CheckExact(sub)) {
+      // nn.Module.__getattr__ would run the subclass's own lookup.
+      abort();
+      return;
+    }
     if (sub != nullptr) {
       anchor(sub);  // held by the validated __dict__
       dict(sub);

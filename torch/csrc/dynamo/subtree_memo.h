@@ -25,6 +25,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -98,8 +99,12 @@ class MemoRecorder {
   std::unordered_set<PyObject*> anchored_;
   std::unordered_set<PyObject*> dicts_;
   std::unordered_set<PyObject*> object_dicts_;
-  std::unordered_set<PyObject*> types_;
-  std::unordered_set<PyObject*> type_tags_;
+  // The type recorded for an object. Keyed by object and compared with the
+  // object's current type: Python code run during the recording can assign
+  // __class__, and a type can come back, so a step is skipped only when it
+  // would check the very same type.
+  std::unordered_map<PyObject*, PyTypeObject*> types_;
+  std::unordered_map<PyObject*, PyTypeObject*> type_tags_;
 };
 
 class SubtreeMemo {
