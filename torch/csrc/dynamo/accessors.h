@@ -3,6 +3,7 @@
 // binding and the builder method that creates it.
 #pragma once
 
+#include "torch/csrc/dynamo/argument_checks.h"
 #include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/guard_manager.h"
@@ -149,8 +150,5 @@ DYNAMO_GUARDS_ACCESSOR(TensorStorageOffsetGuardAccessor);
 #undef DYNAMO_GUARDS_ACCESSOR
 #undef DYNAMO_GUARDS_ACCESSOR_REPORTING
 
-// Validates builder arguments; raise TypeError with the argument's name.
-py::str interned_name(const py::object& name, const char* what);
-Py_ssize_t index_key(const py::object& key, const char* what);
 
 }  // namespace dynamo_guards

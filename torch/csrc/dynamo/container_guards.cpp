@@ -1,29 +1,9 @@
 #include "torch/csrc/dynamo/container_guards.h"
 
+#include "torch/csrc/dynamo/argument_checks.h"
 #include "torch/csrc/dynamo/py_ref.h"
 
 namespace dynamo_guards {
-
-namespace {
-
-py::str checked_name(const py::object& name, const char* what) {
-  if (!PyUnicode_Check(name.ptr())) {
-    throw py::type_error(std::string(what) + " must be a str, got " + Py_TYPE(name.ptr())->tp_name);
-  }
-  py::str s = py::reinterpret_borrow<py::str>(name);
-  PyObject* interned = s.release().ptr();
-  PyUnicode_InternInPlace(&interned);
-  return py::reinterpret_steal<py::str>(interned);
-}
-
-void require_hashable(const py::object& key, const char* what) {
-  if (PyObject_Hash(key.ptr()) == -1) {
-    PyErr_Clear();
-    throw py::type_error(std::string(what) + " must be hashable, got " + Py_TYPE(key.ptr())->tp_name);
-  }
-}
-
-}  // namespace
 
 DICT_CONTAINS::DICT_CONTAINS(bool contains, py::object key, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)), contains_(contains), key_(std::move(key)) {
@@ -79,7 +59,7 @@ bool DICT_VERSION::check(PyObject* value) {
 }
 
 NO_HASATTR::NO_HASATTR(py::object attr_name, py::object parts, py::object stack)
-    : LeafGuard(std::move(parts), std::move(stack)), attr_name_(checked_name(attr_name, "attr_name")) {}
+    : LeafGuard(std::move(parts), std::move(stack)), attr_name_(interned_name(attr_name, "attr_name")) {}
 
 bool NO_HASATTR::check(PyObject* value) {
   int r = has_attribute(value, attr_name_.ptr(), plan_.get(Py_TYPE(value), attr_name_.ptr()));
@@ -123,7 +103,7 @@ DIMENSION_DYNAMIC_MARKING_GUARD::DIMENSION_DYNAMIC_MARKING_GUARD(
     py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {
   auto attribute = [](py::handle name, const char* what) {
-    return Attribute{checked_name(py::reinterpret_borrow<py::object>(name), what), CachedAttrPlan()};
+    return Attribute{interned_name(py::reinterpret_borrow<py::object>(name), what), CachedAttrPlan()};
   };
   for (auto item : expected) {
     expected_.push_back({attribute(item.first, "marking name"), py::reinterpret_borrow<py::object>(item.second)});

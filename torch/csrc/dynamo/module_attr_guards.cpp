@@ -1,6 +1,6 @@
 #include "torch/csrc/dynamo/module_attr_guards.h"
 
-#include "torch/csrc/dynamo/accessors.h"
+#include "torch/csrc/dynamo/argument_checks.h"
 
 namespace dynamo_guards {
 

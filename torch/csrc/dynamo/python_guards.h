@@ -16,7 +16,6 @@ class PythonPredicateGuard : public LeafGuard {
   bool check(PyObject* value) override;
   // Uses predicate.explain(value) -> str when the predicate offers one.
   void explain_failure(PyObject* value, CheckContext& ctx) override;
-  const py::object& predicate() const { return predicate_; }
 
  private:
   py::object predicate_;

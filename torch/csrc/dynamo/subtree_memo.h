@@ -9,12 +9,12 @@
 // counter on every creation and every modification, so an equal version
 // means the very same contents, and the objects stored in the dict are the
 // same, alive objects. Class-level decisions become type version-tag checks
-// (see attribute_resolution.h). What can change without any dict or type
-// changing (tensor metadata, a value's __class__, a relation between inputs)
-// is re-checked by running the leaf again. Reads that nothing pins (getattr
-// through arbitrary code, a fresh object per read) end the
-// recording's pinning for that part: the log re-runs the accessor and its
-// subtree (a Walk step), exactly as the walk would.
+// (see attribute_resolution.h), a value's type a pointer comparison. What
+// can change without any dict or type changing (tensor metadata, a relation
+// between inputs, whatever a Python guard computes) is re-checked by running
+// the leaf again (a Leaf step). A read that nothing pins (getattr through a
+// descriptor or custom getattr, a fresh object per read) is re-run with its
+// whole subtree (a Walk step), exactly as the walk would run it.
 //
 // Safety of the log: a pointer in it is only dereferenced when it is reached
 // through objects already validated in log order (the memo's own value is
