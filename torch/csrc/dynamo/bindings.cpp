@@ -484,6 +484,17 @@ PYBIND11_MODULE(_C, m) {
     return total.count() / n_iters;
   });
 
+  m.attr("MAX_TREE_DEPTH") = GuardManager::kMaxTreeDepth;
+
+  // Engine objects alive in the process: the lifetime tests compare them
+  // before and after compiling and discarding frames.
+  m.def("live_object_counts", []() {
+    py::dict counts;
+    counts["managers"] = GuardManager::live_count();
+    counts["leaf_guards"] = LeafGuard::live_count();
+    return counts;
+  });
+
   // The evaluation of every guard kind the builder can add: the source of
   // the README's coverage table (test_guard_manager checks the two agree).
   m.def("guard_kinds", []() {

@@ -5,6 +5,7 @@ namespace dynamo_guards {
 DictGuardManager::DictGuardManager(RootGuardManager* root, std::string source, py::handle example_value)
     : GuardManager(root, std::move(source), example_value),
       dict_type_(Py_TYPE(example_value.ptr())),
+      dict_type_name_(Py_TYPE(example_value.ptr())->tp_name),
       size_(PyDict_Check(example_value.ptr()) ? PyDict_GET_SIZE(example_value.ptr()) : 0) {}
 
 Py_ssize_t DictGuardManager::checked_index(const py::object& index) const {
@@ -62,7 +63,7 @@ bool DictGuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
   if (Py_TYPE(value) != dict_type_) {
     fail_count_++;
     if (ctx != nullptr) {
-      ctx->record_failure("type(" + source_ + ") is not " + dict_type_->tp_name);
+      ctx->record_failure("type(" + source_ + ") is not " + dict_type_name_);
     }
     return false;
   }
@@ -113,6 +114,7 @@ std::unique_ptr<GuardManager> DictGuardManager::clone_node(RootGuardManager* roo
   copy->guarded_type_ = guarded_type_;
   copy->immutable_ = immutable_;
   copy->dict_type_ = dict_type_;
+  copy->dict_type_name_ = dict_type_name_;
   copy->size_ = size_;
   return copy;
 }

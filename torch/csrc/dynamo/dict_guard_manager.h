@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <string>
 #include <utility>
 
 #include "torch/csrc/dynamo/guard_manager.h"
@@ -33,7 +34,10 @@ class DictGuardManager : public GuardManager {
  private:
   Py_ssize_t checked_index(const py::object& index) const;
 
-  PyTypeObject* dict_type_;  // borrowed: guarded_type_ holds it
+  // Compared only, never dereferenced: the tree does not keep the type alive,
+  // and once it has died no dict has it.
+  PyTypeObject* dict_type_;
+  std::string dict_type_name_;  // for the failure message
   Py_ssize_t size_;
   std::map<Py_ssize_t, Entry> entries_;  // ordered by position in the dict
   friend class GuardManager;

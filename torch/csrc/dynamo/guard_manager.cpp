@@ -51,13 +51,34 @@ bool is_immutable_value(py::handle value) {
   return tensor_type != nullptr && PyObject_TypeCheck(v, reinterpret_cast<PyTypeObject*>(tensor_type));
 }
 
+// The builder asks for type(example_value) while it builds; the tree must
+// not keep that type alive (stock torch does not: a class defined at run time
+// dies with its last instance, and its finalizers invalidate cache entries).
+static py::object weak_type_of(py::handle example_value) {
+  PyObject* ref = PyWeakref_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(example_value.ptr())), nullptr);  // new
+  if (ref == nullptr) {
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(ref);
+}
+
+py::object GuardManager::type_of_guarded_value() const {
+  return py::reinterpret_borrow<py::object>(PyWeakref_GetObject(guarded_type_.ptr()));  // borrowed: None once dead
+}
+
 GuardManager::GuardManager(RootGuardManager* root, std::string source, py::handle example_value)
     : root_(root),
       source_(std::move(source)),
-      guarded_type_(py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(Py_TYPE(example_value.ptr())))),
-      immutable_(is_immutable_value(example_value)) {}
+      guarded_type_(weak_type_of(example_value)),
+      immutable_(is_immutable_value(example_value)) {
+  live_.fetch_add(1, std::memory_order_relaxed);
+}
 
-GuardManager::~GuardManager() = default;
+GuardManager::~GuardManager() {
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::atomic<size_t> GuardManager::live_{0};
 
 bool GuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
   return check_leaves(value, ctx) && check_accessors(value, ctx);
@@ -119,14 +140,26 @@ bool GuardManager::has_relational_guard() const {
 }
 
 std::unique_ptr<GuardManager> GuardManager::make_child(ManagerKind kind, std::string source, py::handle example_value) {
+  if (depth_ + 1 > kMaxTreeDepth) {
+    PyErr_Format(
+        PyExc_RecursionError,
+        "guard tree deeper than %zu levels at source %s",
+        kMaxTreeDepth,
+        source.c_str());
+    throw py::error_already_set();
+  }
+  std::unique_ptr<GuardManager> child;
   if (kind == ManagerKind::Dict) {
     if (!PyDict_Check(example_value.ptr())) {
       throw py::type_error(
           "a DictGuardManager needs a dict example value, got " + std::string(Py_TYPE(example_value.ptr())->tp_name));
     }
-    return std::make_unique<DictGuardManager>(root_, std::move(source), example_value);
+    child = std::make_unique<DictGuardManager>(root_, std::move(source), example_value);
+  } else {
+    child = std::make_unique<GuardManager>(root_, std::move(source), example_value);
   }
-  return std::make_unique<GuardManager>(root_, std::move(source), example_value);
+  child->depth_ = depth_ + 1;
+  return child;
 }
 
 std::unique_ptr<GuardManager> GuardManager::clone_node(RootGuardManager* root) const {
@@ -152,10 +185,15 @@ void GuardManager::clone_contents_into(GuardManager& copy, RootGuardManager* roo
 
 std::unique_ptr<GuardManager> GuardManager::clone(RootGuardManager* root, const py::object& keep) const {
   py::object verdict = keep(py::cast(this, py::return_value_policy::reference));
-  if (!PyObject_IsTrue(verdict.ptr())) {
+  int kept = PyObject_IsTrue(verdict.ptr());
+  if (kept < 0) {
+    throw py::error_already_set();
+  }
+  if (kept == 0) {
     return nullptr;
   }
   std::unique_ptr<GuardManager> copy = clone_node(root);
+  copy->depth_ = depth_;
   clone_contents_into(*copy, root, keep);
   if (auto* dict_src = dynamic_cast<const DictGuardManager*>(this)) {
     auto* dict_copy = static_cast<DictGuardManager*>(copy.get());

@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,13 +89,23 @@ class GuardManager {
   std::unique_ptr<GuardManager> clone(RootGuardManager* root, const py::object& keep) const;
 
   const std::string& source() const { return source_; }
-  const py::object& type_of_guarded_value() const { return guarded_type_; }
+  // type(example_value), or None once that type has died.
+  py::object type_of_guarded_value() const;
   int64_t fail_count() const { return fail_count_; }
   bool is_guarded_value_immutable() const { return immutable_; }
   const std::vector<LeafGuardPtr>& leaf_guards() const { return leaves_; }
   const std::vector<std::unique_ptr<GuardAccessor>>& accessors() const { return accessors_; }
   bool has_relational_guard() const;
   RootGuardManager* root() const { return root_; }
+  size_t depth() const { return depth_; }
+  // Managers alive in the process, for the lifetime tests.
+  static size_t live_count() { return live_.load(std::memory_order_relaxed); }
+
+  // Every walk of the tree (check, verbose check, memo recording, clone,
+  // destruction) recurses once per level on the C stack. Dynamo's sources
+  // nest a few dozen levels; a builder that goes past this limit gets a
+  // RecursionError instead of a stack overflow during a later check.
+  static constexpr size_t kMaxTreeDepth = 2000;
 
   // Flags the builder's tag-safety pass sets; kept for introspection.
   bool tag_safe = false;
@@ -114,12 +125,16 @@ class GuardManager {
 
   RootGuardManager* root_;  // not owned; outlives every node of its tree
   std::string source_;
-  py::object guarded_type_;  // type(example_value)
+  py::object guarded_type_;  // a weakref to type(example_value)
   bool immutable_;
   int64_t fail_count_ = 0;
+  size_t depth_ = 0;  // the root is at 0
   std::vector<LeafGuardPtr> leaves_;
   std::vector<std::unique_ptr<GuardAccessor>> accessors_;
   std::unique_ptr<SubtreeMemo> memo_;  // null unless place_memos chose this node
+
+ private:
+  static std::atomic<size_t> live_;
 };
 
 // True for values that cannot be mutated in place (None, bool, int, float,

@@ -22,9 +22,15 @@ py::list checked_code_parts(const py::object& parts) {
 
 LeafGuard::LeafGuard(py::object verbose_code_parts, py::object user_stack)
     : verbose_code_parts_(checked_code_parts(verbose_code_parts)),
-      user_stack_(std::move(user_stack)) {}
+      user_stack_(std::move(user_stack)) {
+  live_.fetch_add(1, std::memory_order_relaxed);
+}
 
-LeafGuard::~LeafGuard() = default;
+LeafGuard::~LeafGuard() {
+  live_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+std::atomic<size_t> LeafGuard::live_{0};
 
 void LeafGuard::explain_failure(PyObject* /*value*/, CheckContext& ctx) {
   ctx.record_failure(verbose_code_parts_, user_stack_);

@@ -5,6 +5,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -61,10 +62,15 @@ class LeafGuard {
 
   const py::list& verbose_code_parts() const { return verbose_code_parts_; }
   const py::object& user_stack() const { return user_stack_; }
+  // Leaf guards alive in the process, for the lifetime tests.
+  static size_t live_count() { return live_.load(std::memory_order_relaxed); }
 
  protected:
   py::list verbose_code_parts_;
   py::object user_stack_;
+
+ private:
+  static std::atomic<size_t> live_;
 };
 
 using LeafGuardPtr = std::shared_ptr<LeafGuard>;
