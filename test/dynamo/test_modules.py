@@ -194,6 +194,18 @@ class InstanceAttributeTests(ShadowingTestCase):
         self.check(Scaled, shadow, stock_stale=True)
 
 
+class AnsweringGetattr(Scaled):
+    """Its own __getattr__ answers ``shift``; nothing else defines it."""
+
+    def __getattr__(self, name):
+        if name == "shift":
+            return 100.0
+        return nn.Module.__getattr__(self, name)
+
+    def forward(self, x):
+        return super().forward(x) + self.shift
+
+
 def local_instance(base: type, *args: Any, **attrs: Any) -> Callable[[], nn.Module]:
     """A factory making an instance of a fresh subclass of ``base`` per call,
     so that class mutations of one run (stock, fork) never leak into the
@@ -279,6 +291,18 @@ class ClassAttributeTests(ShadowingTestCase):
             type(s.target).__getattr__ = __getattr__
 
         self.check(local_instance(Scaled), add_getattr, stock_stale=True, recompiles=True)
+
+    def test_class_attribute_added_over_custom_getattr_answer(self):
+        def shadow(s):
+            type(s.target).shift = 0.0
+
+        self.check(local_instance(AnsweringGetattr), shadow, stock_stale=True, recompiles=True)
+
+    def test_instance_attribute_set_over_custom_getattr_answer(self):
+        def shadow(s):
+            object.__setattr__(s.target, "shift", 0.0)
+
+        self.check(local_instance(AnsweringGetattr), shadow, stock_stale=True, recompiles=True)
 
     def test_class_swapped(self):
         class Tripled(Scaled):

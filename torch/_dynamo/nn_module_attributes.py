@@ -137,3 +137,49 @@ def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
             lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected, parts, guard.user_stack
         )
     builder.already_added_code_parts.add(code)
+
+
+def falls_through_to_getattr(value: Any, name: str) -> bool:
+    """Whether Python answers ``value.name`` by calling a custom
+    ``type(value).__getattr__``: neither the class (with its bases) nor the
+    instance __dict__ has ``name``. nn.Module's own __getattr__ is left to
+    NN_MODULE_ATTR_RESOLUTION."""
+    cls = type(value)
+    if cls.__getattribute__ is not object.__getattribute__ and cls.__getattribute__ is not nn_module_getattribute():
+        return False
+    found = class_lookup(cls, "__getattr__")
+    if found is None or found[1] is nn_module_getattr():
+        return False
+    if class_lookup(cls, name) is not None:
+        return False
+    try:
+        instance_dict = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return True
+    return type(instance_dict) is dict and name not in instance_dict
+
+
+def nn_module_getattribute() -> Any:
+    import torch
+
+    return torch.nn.Module.__getattribute__
+
+
+def GETATTR_FALLTHROUGH(builder: Any, guard: Any, *, name: str) -> None:
+    """Guard create function: ``guard.name``'s ``.name`` still reaches the
+    class's custom __getattr__. See module_attr_guards.h."""
+    value = builder.get(guard)
+    if not falls_through_to_getattr(value, name):
+        return
+    code = f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__"
+    if code in builder.already_added_code_parts:
+        return
+    from torch._dynamo.guards import get_verbose_code_parts
+
+    parts = get_verbose_code_parts(code, guard)
+    manager = builder.get_guard_manager(guard)
+    if isinstance(manager, _C.GuardManager):
+        manager.add_getattr_fallthrough_guard(name, parts, guard.user_stack)
+    else:
+        manager.add_lambda_guard(lambda v: falls_through_to_getattr(v, name), parts, guard.user_stack)
+    builder.already_added_code_parts.add(code)

@@ -8,6 +8,11 @@ __getattr__ the one to answer. While the fork is installed, every such read
 also installs NN_MODULE_ATTR_RESOLUTION on the module, which fails as soon
 as Python would find ``name`` anywhere else.
 
+When neither the class nor the instance has ``name`` and the class defines
+its own __getattr__, the trace calls that __getattr__ and torch guards only
+what it read; the fork also installs GETATTR_FALLTHROUGH, which fails as soon
+as the class or the instance starts answering ``name`` itself.
+
 Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
 property, a class constant), torch guards only ``type(obj)`` by id; while the
 fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
@@ -23,10 +28,17 @@ from torch._dynamo.guards import install_guard
 from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
 from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
 
-from dynamo_guards.nn_module_attributes import CLASS_ATTR_MATCH, NN_MODULE_ATTR_RESOLUTION, traced_dict_of
+from dynamo_guards.nn_module_attributes import (
+    CLASS_ATTR_MATCH,
+    falls_through_to_getattr,
+    GETATTR_FALLTHROUGH,
+    NN_MODULE_ATTR_RESOLUTION,
+    traced_dict_of,
+)
 
 _original_manual_getattr: Callable[..., Any] | None = None
 _original_class_lookup: Callable[..., Any] | None = None
+_original_generic_getattr: Callable[..., Any] | None = None
 
 
 def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
@@ -48,20 +60,33 @@ def _lookup_class_mro_attr(self: Any, name: str) -> object:
     return result
 
 
+def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
+    assert _original_generic_getattr is not None
+    # Installed before the trace runs __getattr__: an AttributeError it
+    # raises (getattr with a default) depends on the same facts.
+    if self.source is not None and falls_through_to_getattr(self.value, name):
+        install_guard(self.source.make_guard(functools.partial(GETATTR_FALLTHROUGH, name=name)))
+    return _original_generic_getattr(self, tx, name)
+
+
 def install_trace_hooks() -> None:
-    global _original_manual_getattr, _original_class_lookup
+    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr
     if _original_manual_getattr is not None:
         return
     _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
     _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
+    _original_generic_getattr = UserDefinedObjectVariable.generic_getattr
+    UserDefinedObjectVariable.generic_getattr = _generic_getattr  # type: ignore[method-assign]
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _manually_trace_nn_module_getattr  # type: ignore[method-assign]
     UserDefinedObjectVariable.lookup_class_mro_attr = _lookup_class_mro_attr  # type: ignore[method-assign]
 
 
 def uninstall_trace_hooks() -> None:
-    global _original_manual_getattr, _original_class_lookup
+    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr
     if _original_manual_getattr is None:
         return
+    UserDefinedObjectVariable.generic_getattr = _original_generic_getattr  # type: ignore[method-assign]
+    _original_generic_getattr = None
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]
     UserDefinedObjectVariable.lookup_class_mro_attr = _original_class_lookup  # type: ignore[method-assign]
     _original_manual_getattr = None

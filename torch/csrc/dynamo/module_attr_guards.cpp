@@ -51,18 +51,35 @@ PyObject* CLASS_ATTR_MATCH::expected() const {
 }
 
 bool CLASS_ATTR_MATCH::check(PyObject* value) {
-  PyTypeObject* type = Py_TYPE(value);
-  if (type == cached_type_ && cached_tag_ != 0 && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) &&
-      type->tp_version_tag == cached_tag_) {
-    return cached_verdict_;
+  return cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
+    PyObject* found = _PyType_Lookup(type, name_.ptr());  // borrowed
+    PyObject* want = expected();
+    return want != nullptr && found == want;
+  });
+}
+
+GETATTR_FALLTHROUGH::GETATTR_FALLTHROUGH(py::object name, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), name_(interned_name(name, "name")) {}
+
+bool GETATTR_FALLTHROUGH::check(PyObject* value) {
+  bool class_silent =
+      cache_.get(Py_TYPE(value), [this](PyTypeObject* type) { return _PyType_Lookup(type, name_.ptr()) == nullptr; });
+  if (!class_silent) {
+    return false;
   }
-  PyObject* found = _PyType_Lookup(type, name_.ptr());  // borrowed; assigns a version tag
-  PyObject* want = expected();
-  bool verdict = want != nullptr && found == want;
-  cached_type_ = type;
-  cached_tag_ = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
-  cached_verdict_ = verdict;
-  return verdict;
+  PyObject* d = instance_dict(value);  // borrowed
+  if (d == nullptr) {
+    return true;
+  }
+  if (!PyDict_Check(d)) {
+    return false;
+  }
+  PyObject* found = PyDict_GetItemWithError(d, name_.ptr());  // borrowed
+  if (found == nullptr && PyErr_Occurred()) {
+    discard_python_error();
+    return false;
+  }
+  return found == nullptr;
 }
 
 }  // namespace dynamo_guards

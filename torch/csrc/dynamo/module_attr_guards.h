@@ -20,6 +20,30 @@
 
 namespace dynamo_guards {
 
+// A verdict that depends only on a class: kept with the class and its
+// version tag. CPython changes the tag on any modification of the class or
+// its bases, so an equal, valid tag means the class lookup would give the
+// same answer.
+class ClassVerdictCache {
+ public:
+  template <typename Compute>
+  bool get(PyTypeObject* type, Compute compute) {
+    if (type == type_ && tag_ != 0 && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) &&
+        type->tp_version_tag == tag_) {
+      return verdict_;
+    }
+    verdict_ = compute(type);  // _PyType_Lookup inside assigns a tag
+    type_ = type;
+    tag_ = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+    return verdict_;
+  }
+
+ private:
+  PyTypeObject* type_ = nullptr;  // identity only
+  unsigned int tag_ = 0;          // 0: nothing cached
+  bool verdict_ = false;
+};
+
 class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
  public:
   NN_MODULE_ATTR_RESOLUTION(py::object name, py::object dict_name, py::object parts, py::object stack);
@@ -43,10 +67,7 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
 // only type(value) by id; a method replaced or deleted on the class, or a
 // base class gaining an override, then goes unnoticed.
 //
-// Fast path: the verdict is cached with type(value) and its version tag;
-// CPython changes the tag on any modification of the class or its bases,
-// so an equal, valid tag means the MRO lookup would give the same answer.
-// The expected object is held weakly when it supports weak references (a
+// Fast path: the verdict is a ClassVerdictCache. The expected object is held weakly when it supports weak references (a
 // replaced method is not kept alive by the guard), strongly otherwise.
 class CLASS_ATTR_MATCH : public LeafGuard {
  public:
@@ -63,9 +84,34 @@ class CLASS_ATTR_MATCH : public LeafGuard {
   py::str name_;
   py::object expected_;  // the object, or a weakref to it
   bool expected_is_weakref_;
-  PyTypeObject* cached_type_ = nullptr;  // identity only
-  unsigned int cached_tag_ = 0;          // 0: no cached verdict
-  bool cached_verdict_ = false;
+  ClassVerdictCache cache_;
+};
+
+// GETATTR_FALLTHROUGH: `value.name` still falls through to
+// type(value).__getattr__: no class in type(value)'s MRO defines `name` and
+// the instance __dict__ does not hold it.
+//
+// When neither the class nor the instance answers, Dynamo traces the
+// class's custom __getattr__ and, in torch 2.13, guards only what that
+// function read; a class attribute or an instance attribute added later
+// would make Python stop calling __getattr__, and the compiled code would
+// keep its answer. (The __getattr__ function itself is guarded by its own
+// source.) Fast path: the class half is a ClassVerdictCache, the instance
+// half one dict lookup.
+class GETATTR_FALLTHROUGH : public LeafGuard {
+ public:
+  GETATTR_FALLTHROUGH(py::object name, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "GETATTR_FALLTHROUGH"; }
+  // Pinned by the class's version tag and the instance __dict__'s version.
+  void record(MemoRecorder& recorder, PyObject* value) override {
+    recorder.type_tag(value);
+    recorder.object_dict(value);
+  }
+
+ private:
+  py::str name_;
+  ClassVerdictCache cache_;
 };
 
 }  // namespace dynamo_guards

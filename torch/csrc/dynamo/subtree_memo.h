@@ -117,6 +117,8 @@ class SubtreeMemo {
   // failing to validate on calls the full check then passes (a value that
   // is a new object on every call, a dict rewritten on every call).
   static constexpr int kMaxAborts = 3;
+  // How many steps ahead validation prefetches the object a step reads.
+  static constexpr size_t kPrefetchDistance = 8;
   static constexpr int kMaxStaleLogs = 8;
 
   size_t num_steps() const { return steps_.size(); }
