@@ -206,6 +206,19 @@ class AnsweringGetattr(Scaled):
         return super().forward(x) + self.shift
 
 
+class BufferAndModule(nn.Module):
+    """``shift`` is both a buffer and a submodule; Python answers the buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("shift", torch.ones(4))
+        self._modules["shift"] = nn.Identity()
+
+    def forward(self, x):
+        shift = self.shift
+        return x + shift if isinstance(shift, torch.Tensor) else shift(x) * 2
+
+
 def local_instance(base: type, *args: Any, **attrs: Any) -> Callable[[], nn.Module]:
     """A factory making an instance of a fresh subclass of ``base`` per call,
     so that class mutations of one run (stock, fork) never leak into the
@@ -303,6 +316,14 @@ class ClassAttributeTests(ShadowingTestCase):
             object.__setattr__(s.target, "shift", 0.0)
 
         self.check(local_instance(AnsweringGetattr), shadow, stock_stale=True, recompiles=True)
+
+    def test_name_in_buffers_and_modules_reads_the_buffer(self):
+        # nn.Module.__getattr__ reads _buffers before _modules; torch 2.13's
+        # trace reads _modules first and so compiles the wrong object.
+        def update_buffer(s):
+            s.target._buffers["shift"].mul_(3.0)
+
+        self.check(BufferAndModule, update_buffer, stock_stale=True, recompiles=False)
 
     def test_class_swapped(self):
         class Tripled(Scaled):

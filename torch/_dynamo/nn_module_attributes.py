@@ -78,10 +78,9 @@ def NN_MODULE_ATTR_RESOLUTION(builder: Any, guard: Any, *, name: str, dict_name:
         return
     module = builder.get(guard)
     if python_module_dict_slot(module, name) != dict_name:
-        # Dynamo's trace reads _parameters, _modules, _buffers in that order,
-        # nn.Module reads _parameters, _buffers, _modules; for a name in two
-        # dicts the trace itself disagrees with Python and there is nothing
-        # this guard could keep valid.
+        # The trace read a dict Python would not answer from (the trace's
+        # view of the dicts differs from the module's, after a mutation the
+        # trace made itself): nothing this guard could keep valid.
         return
     manager = builder.get_guard_manager(guard)
     from torch._dynamo.guards import get_verbose_code_parts
@@ -94,16 +93,6 @@ def NN_MODULE_ATTR_RESOLUTION(builder: Any, guard: Any, *, name: str, dict_name:
             lambda m: python_module_dict_slot(m, name) == dict_name, parts, guard.user_stack
         )
     builder.already_added_code_parts.add(code)
-
-
-def traced_dict_of(module: Any, name: str) -> str | None:
-    """The dict Dynamo's ``manually_trace_nn_module_getattr`` read ``name``
-    from (its order: _parameters, _modules, _buffers)."""
-    instance_dict = getattr(module, "__dict__", {})
-    for key in ("_parameters", "_modules", "_buffers"):
-        if name in instance_dict.get(key, {}):
-            return key
-    return None
 
 
 def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:

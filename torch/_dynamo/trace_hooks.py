@@ -4,9 +4,11 @@ and user_defined.py).
 When Dynamo traces ``module.name`` that Python answers through
 nn.Module.__getattr__, it reads ``module._modules['name']`` (or _parameters /
 _buffers) directly and guards only that dict entry, not the facts that made
-__getattr__ the one to answer. While the fork is installed, every such read
-also installs NN_MODULE_ATTR_RESOLUTION on the module, which fails as soon
-as Python would find ``name`` anywhere else.
+__getattr__ the one to answer. While the fork is installed, the dicts are
+read in nn.Module.__getattr__'s order (_parameters, _buffers, _modules;
+torch reads _modules before _buffers), and every such read also installs
+NN_MODULE_ATTR_RESOLUTION on the module, which fails as soon as Python would
+find ``name`` anywhere else.
 
 When neither the class nor the instance has ``name`` and the class defines
 its own __getattr__, the trace calls that __getattr__ and torch guards only
@@ -25,6 +27,7 @@ import functools
 from typing import Any, Callable
 
 from torch._dynamo.guards import install_guard
+from torch._dynamo.variables.builder import SourcelessBuilder
 from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
 from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
 
@@ -32,8 +35,8 @@ from dynamo_guards.nn_module_attributes import (
     CLASS_ATTR_MATCH,
     falls_through_to_getattr,
     GETATTR_FALLTHROUGH,
+    MODULE_DICTS,
     NN_MODULE_ATTR_RESOLUTION,
-    traced_dict_of,
 )
 
 _original_manual_getattr: Callable[..., Any] | None = None
@@ -42,10 +45,18 @@ _original_generic_getattr: Callable[..., Any] | None = None
 
 
 def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
+    """Reads ``module.name`` from the module's dicts in nn.Module.__getattr__'s
+    own order (torch 2.13 reads _modules before _buffers, so a name in both
+    traced the submodule where Python returns the buffer)."""
     assert _original_manual_getattr is not None
-    out = _original_manual_getattr(self, tx, name)
-    dict_name = traced_dict_of(self.value, name)
-    if self.source is not None and dict_name is not None:
+    name_vt = SourcelessBuilder.create(tx, name)
+    for dict_name in MODULE_DICTS:
+        out = self.getattr_helper(tx, dict_name, name_vt)
+        if out is not None:
+            break
+    else:
+        return _original_manual_getattr(self, tx, name)  # raises AttributeError as torch does
+    if self.source is not None:
         create = functools.partial(NN_MODULE_ATTR_RESOLUTION, name=name, dict_name=dict_name)
         install_guard(self.source.make_guard(create))
     return out

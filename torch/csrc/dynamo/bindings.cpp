@@ -260,6 +260,17 @@ PYBIND11_MODULE(_C, m) {
           return py::none();
         }
         return py::int_(self.memo()->num_steps());
+      })
+      .def("memo_log_kinds", [](const GuardManager& self) {
+        py::dict counts;
+        if (self.memo() == nullptr || !self.memo()->has_log()) {
+          return counts;
+        }
+        for (const MemoStep& step : self.memo()->steps()) {
+          py::str name(memo_step_kind_name(step.kind));
+          counts[name] = py::int_(counts.contains(name) ? counts[name].cast<size_t>() + 1 : 1);
+        }
+        return counts;
       });
 
   // Leaf guards, in torch's argument order: the guard's own arguments, then

@@ -5,6 +5,7 @@
 #include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/guard_manager.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
+#include "torch/csrc/dynamo/tensor_match.h"
 
 namespace dynamo_guards {
 
@@ -12,6 +13,26 @@ uint64_t dict_version(PyObject* dict) {
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
   return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
   _Pragma("GCC diagnostic pop")
+}
+
+const char* memo_step_kind_name(MemoStep::Kind kind) {
+  switch (kind) {
+    case MemoStep::Kind::ObjectDict:
+      return "ObjectDict";
+    case MemoStep::Kind::Dict:
+      return "Dict";
+    case MemoStep::Kind::Type:
+      return "Type";
+    case MemoStep::Kind::TypeTag:
+      return "TypeTag";
+    case MemoStep::Kind::Leaf:
+      return "Leaf";
+    case MemoStep::Kind::Tensor:
+      return "Tensor";
+    case MemoStep::Kind::Walk:
+      return "Walk";
+  }
+  return "?";
 }
 
 void MemoRecorder::object_dict(PyObject* obj) {
@@ -114,6 +135,13 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   push({MemoStep::Kind::Leaf, value, guard, 0});
 }
 
+void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value) {
+  if (!reachable(value)) {
+    return;
+  }
+  push({MemoStep::Kind::Tensor, value, guard, 0});
+}
+
 void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
   if (!reachable(parent)) {
     return;
@@ -125,17 +153,12 @@ bool SubtreeMemo::validate(PyObject* value) const {
   if (value != value_) {
     return false;
   }
-  const MemoStep* steps = steps_.data();
-  const size_t n = steps_.size();
-  for (size_t i = 0; i < n; ++i) {
-    // Start loading the object a later step reads while this one is
-    // checked: validation is bound by cache misses on ~10 distinct objects
-    // per module. A prefetch never faults and has no effect on the result,
-    // so a pointer whose object has since died is harmless here.
-    if (i + kPrefetchDistance < n) {
-      __builtin_prefetch(steps[i + kPrefetchDistance].a);
-    }
-    const MemoStep& s = steps[i];
+  struct InProgress {
+    int& count;
+    explicit InProgress(int& c) : count(c) { ++count; }
+    ~InProgress() { --count; }
+  } in_progress(validating_);
+  for (const MemoStep& s : steps_) {
     switch (s.kind) {
       case MemoStep::Kind::ObjectDict: {
         PyObject* d = *static_cast<PyObject**>(s.a);
@@ -163,6 +186,12 @@ bool SubtreeMemo::validate(PyObject* value) const {
       }
       case MemoStep::Kind::Leaf:
         if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a))) {
+          return false;
+        }
+        break;
+      case MemoStep::Kind::Tensor:
+        // TENSOR_MATCH is final: a direct call, no vtable load per tensor.
+        if (!static_cast<TENSOR_MATCH*>(s.b)->check(static_cast<PyObject*>(s.a))) {
           return false;
         }
         break;
@@ -195,11 +224,19 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   }
   if (had_log && ++stale_logs_ >= kMaxStaleLogs) {
     disabled_ = true;
-    steps_.clear();
+    if (validating_ == 0) {
+      steps_.clear();
+    }
     return true;
   }
   if (recorder.aborted()) {
     disabled_ = ++aborts_ >= kMaxAborts;
+    return true;
+  }
+  if (validating_ != 0) {
+    // A validation further up this stack or in a thread waiting for the GIL
+    // still iterates the current log: keep it, and record again next call
+    // (valid_ stays false).
     return true;
   }
   aborts_ = 0;

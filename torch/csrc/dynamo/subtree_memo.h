@@ -34,6 +34,7 @@ namespace dynamo_guards {
 class GuardAccessor;
 class GuardManager;
 class LeafGuard;
+class TENSOR_MATCH;
 
 // One validation step, 32 bytes: two per cache line. The meaning of `a`,
 // `b` and `c` depends on the kind.
@@ -44,6 +45,7 @@ struct MemoStep {
     Type,        // a: the object, b: its type
     TypeTag,     // a: the object, b: its type, c: the type's version tag
     Leaf,        // a: the object, b: the LeafGuard to run on it
+    Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it (most Leaf steps)
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
   };
   Kind kind;
@@ -52,6 +54,9 @@ struct MemoStep {
   uint64_t c;
 };
 static_assert(sizeof(MemoStep) == 32, "two steps per cache line");
+
+// The kind's name, for introspection.
+const char* memo_step_kind_name(MemoStep::Kind kind);
 
 // The version tag of a dict (deprecated in 3.12, maintained in 3.11).
 uint64_t dict_version(PyObject* dict);
@@ -85,6 +90,7 @@ class MemoRecorder {
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
   void leaf(LeafGuard* guard, PyObject* value);
+  void tensor(TENSOR_MATCH* guard, PyObject* value);
   void abort() { aborted_ = true; }
 
   bool aborted() const { return aborted_; }
@@ -117,11 +123,10 @@ class SubtreeMemo {
   // failing to validate on calls the full check then passes (a value that
   // is a new object on every call, a dict rewritten on every call).
   static constexpr int kMaxAborts = 3;
-  // How many steps ahead validation prefetches the object a step reads.
-  static constexpr size_t kPrefetchDistance = 8;
   static constexpr int kMaxStaleLogs = 8;
 
   size_t num_steps() const { return steps_.size(); }
+  const std::vector<MemoStep>& steps() const { return steps_; }
   bool has_log() const { return valid_; }
 
  private:
@@ -133,6 +138,11 @@ class SubtreeMemo {
   int stale_logs_ = 0;  // consecutive passing calls whose log did not validate
   PyObject* value_ = nullptr;  // identity only: compared, never dereferenced
   std::vector<MemoStep> steps_;
+  // Validations of steps_ in progress. A Leaf or Walk step runs Python code,
+  // which can evaluate this memo again: on this thread, or on another one
+  // once the GIL is dropped. Those must not replace or clear steps_ under the
+  // running loop (that freed the log mid-iteration: found by ASan).
+  mutable int validating_ = 0;
 };
 
 }  // namespace dynamo_guards

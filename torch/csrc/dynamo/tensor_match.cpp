@@ -119,11 +119,11 @@ TENSOR_MATCH::TENSOR_MATCH(
   if (static_cast<int64_t>(sizes_.size()) != dim_ || static_cast<int64_t>(strides_.size()) != dim_) {
     throw py::value_error("sizes and strides must have one entry per dimension of the tensor");
   }
-  all_static_ = true;
-  for (int64_t i = 0; i < dim_; ++i) {
-    all_static_ = all_static_ && sizes_[i].has_value() && strides_[i].has_value();
-    static_sizes_.push_back(sizes_[i].value_or(0));
-    static_strides_.push_back(strides_[i].value_or(0));
+  inline_static_ = dim_ <= kInlineRank;
+  for (int64_t i = 0; i < dim_ && inline_static_; ++i) {
+    inline_static_ = sizes_[i].has_value() && strides_[i].has_value();
+    inline_sizes_[i] = sizes_[i].value_or(0);
+    inline_strides_[i] = strides_[i].value_or(0);
   }
 }
 
@@ -143,11 +143,11 @@ bool TENSOR_MATCH::check(PyObject* value) {
       t.requires_grad() != requires_grad_ || t.dim() != dim_) {
     return false;
   }
-  if (all_static_ && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+  if (inline_static_ && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
     c10::IntArrayRef sizes = t.sizes();
     c10::IntArrayRef strides = t.strides();
     for (int64_t i = 0; i < dim_; ++i) {
-      if (sizes[i] != static_sizes_[i] || strides[i] != static_strides_[i]) {
+      if (sizes[i] != inline_sizes_[i] || strides[i] != inline_strides_[i]) {
         return false;
       }
     }

@@ -1,6 +1,6 @@
 // TENSOR_MATCH: a tensor keeps the Python type, dispatch keys, dtype, device,
 // requires_grad, rank and the static sizes and strides it was compiled for.
-// This header stays free of ATen; only tensor_match.cpp includes it.
+// This header stays free of ATen, so light files (the memo) can include it.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,8 @@ class TensorLocalStateScope {
   const TensorLocalState* previous_;
 };
 
-class TENSOR_MATCH : public LeafGuard {
+// Final, so that a memo's Tensor step calls check() directly.
+class TENSOR_MATCH final : public LeafGuard {
  public:
   TENSOR_MATCH(
       py::object value,
@@ -50,25 +51,31 @@ class TENSOR_MATCH : public LeafGuard {
   bool check(PyObject* value) override;
   void explain_failure(PyObject* value, CheckContext& ctx) override;
   const char* kind() const override { return "TENSOR_MATCH"; }
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.tensor(this, value); }
+
+  // Tensors of up to this rank with all sizes and strides static keep them
+  // inside the guard object: one check reads no other allocation of ours.
+  static constexpr int64_t kInlineRank = 4;
 
  private:
   // Empty string when `value` matches, else why not (cold).
   std::string mismatch(PyObject* value) const;
 
-  py::object pytype_;  // strong: the exact Python type of the tensor
-  std::string tensor_name_;
+  // What every check reads, together at the front of the object.
+  py::object pytype_;       // strong: the exact Python type of the tensor
   uint64_t dispatch_keys_;  // after TensorLocalState::apply at build time
-  int8_t dtype_;
-  int16_t device_index_;
-  bool requires_grad_;
   int64_t dim_;
+  int16_t device_index_;
+  int8_t dtype_;
+  bool requires_grad_;
+  bool inline_static_ = false;  // sizes and strides below are the whole story
+  int64_t inline_sizes_[kInlineRank] = {};
+  int64_t inline_strides_[kInlineRank] = {};
+
+  // The general case (dynamic dimensions, higher ranks) and the failure text.
   std::vector<std::optional<int64_t>> sizes_;    // nullopt: dynamic
   std::vector<std::optional<int64_t>> strides_;  // nullopt: dynamic
-  // When every size and stride is static: the same values, flat, compared
-  // against a non-symbolic tensor's plain sizes()/strides().
-  bool all_static_ = false;
-  std::vector<int64_t> static_sizes_;
-  std::vector<int64_t> static_strides_;
+  std::string tensor_name_;
 };
 
 }  // namespace dynamo_guards
