@@ -261,6 +261,29 @@ PYBIND11_MODULE(_C, m) {
         }
         return py::int_(self.memo()->num_steps());
       })
+      .def(
+          "memo_touch_floor_us",
+          [](const GuardManager& self, int iters) -> py::object {
+            // For the benchmark's floor: the time to load one word from each
+            // object the log names, in log order, and nothing else (no
+            // comparison, no tensor metadata). Any sound check of this
+            // subtree reads at least these objects. Only meaningful right
+            // after a passing check, when every object in the log is alive.
+            if (self.memo() == nullptr || !self.memo()->has_log() || iters <= 0) {
+              return py::none();
+            }
+            const std::vector<MemoStep>& steps = self.memo()->steps();
+            uintptr_t sink = 0;
+            auto start = std::chrono::steady_clock::now();
+            for (int i = 0; i < iters; ++i) {
+              for (const MemoStep& step : steps) {
+                sink += *static_cast<const volatile uintptr_t*>(step.a);
+              }
+            }
+            std::chrono::duration<double, std::micro> total = std::chrono::steady_clock::now() - start;
+            return py::make_tuple(total.count() / iters, sink & 1);
+          },
+          py::arg("iters"))
       .def("memo_log_kinds", [](const GuardManager& self) {
         py::dict counts;
         if (self.memo() == nullptr || !self.memo()->has_log()) {

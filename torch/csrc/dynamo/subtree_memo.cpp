@@ -135,11 +135,11 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   push({MemoStep::Kind::Leaf, value, guard, 0});
 }
 
-void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value) {
+void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl) {
   if (!reachable(value)) {
     return;
   }
-  push({MemoStep::Kind::Tensor, value, guard, 0});
+  push({MemoStep::Kind::Tensor, value, guard, reinterpret_cast<uintptr_t>(impl)});
 }
 
 void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
@@ -158,7 +158,28 @@ bool SubtreeMemo::validate(PyObject* value) const {
     explicit InProgress(int& c) : count(c) { ++count; }
     ~InProgress() { --count; }
   } in_progress(validating_);
-  for (const MemoStep& s : steps_) {
+  const MemoStep* steps = steps_.data();
+  const size_t n = steps_.size();
+  for (size_t i = 0; i < n; ++i) {
+    // Start loading the object a later step reads: the steps are cheap and
+    // their objects scattered, so a check otherwise waits on one cache miss
+    // at a time. A prefetch never faults and changes no result, so a later
+    // step's object may have died meanwhile; it is only ever dereferenced
+    // once the steps before it have validated.
+    if (i + kPrefetchDistance < n) {
+      const MemoStep& ahead = steps[i + kPrefetchDistance];
+      __builtin_prefetch(ahead.a);
+      if (ahead.kind == MemoStep::Kind::Tensor) {
+        // The tensor's metadata (keys, dtype, sizes, strides) sits in its
+        // TensorImpl, one more dependent load away; its recorded address is
+        // almost always still the right one.
+        const char* impl = reinterpret_cast<const char*>(ahead.c);
+        __builtin_prefetch(impl);
+        __builtin_prefetch(impl + 64);
+        __builtin_prefetch(impl + 128);
+      }
+    }
+    const MemoStep& s = steps[i];
     switch (s.kind) {
       case MemoStep::Kind::ObjectDict: {
         PyObject* d = *static_cast<PyObject**>(s.a);

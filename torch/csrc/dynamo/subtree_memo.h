@@ -45,7 +45,7 @@ struct MemoStep {
     Type,        // a: the object, b: its type
     TypeTag,     // a: the object, b: its type, c: the type's version tag
     Leaf,        // a: the object, b: the LeafGuard to run on it
-    Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it (most Leaf steps)
+    Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it, c: its TensorImpl's address (prefetched only)
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
   };
   Kind kind;
@@ -90,7 +90,7 @@ class MemoRecorder {
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
   void leaf(LeafGuard* guard, PyObject* value);
-  void tensor(TENSOR_MATCH* guard, PyObject* value);
+  void tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl);
   void abort() { aborted_ = true; }
 
   bool aborted() const { return aborted_; }
@@ -124,6 +124,9 @@ class SubtreeMemo {
   // is a new object on every call, a dict rewritten on every call).
   static constexpr int kMaxAborts = 3;
   static constexpr int kMaxStaleLogs = 8;
+  // How many steps ahead validation prefetches a step's object (measured
+  // on MobileBert: about 6% off a warm check).
+  static constexpr size_t kPrefetchDistance = 12;
 
   size_t num_steps() const { return steps_.size(); }
   const std::vector<MemoStep>& steps() const { return steps_; }

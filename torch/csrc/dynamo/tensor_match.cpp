@@ -172,6 +172,12 @@ bool TENSOR_MATCH::check(PyObject* value) {
   return true;
 }
 
+void TENSOR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
+  // check() passed, so `value` is a tensor: its TensorImpl's address is
+  // logged for prefetching only.
+  recorder.tensor(this, value, THPVariable_Unpack(value).unsafeGetTensorImpl());
+}
+
 std::string TENSOR_MATCH::mismatch(PyObject* value) const {
   std::ostringstream out;
   if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != pytype_.ptr() || !THPVariable_Check(value)) {

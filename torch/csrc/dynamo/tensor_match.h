@@ -51,7 +51,7 @@ class TENSOR_MATCH final : public LeafGuard {
   bool check(PyObject* value) override;
   void explain_failure(PyObject* value, CheckContext& ctx) override;
   const char* kind() const override { return "TENSOR_MATCH"; }
-  void record(MemoRecorder& recorder, PyObject* value) override { recorder.tensor(this, value); }
+  void record(MemoRecorder& recorder, PyObject* value) override;
 
   // Tensors of up to this rank with all sizes and strides static keep them
   // inside the guard object: one check reads no other allocation of ours.
