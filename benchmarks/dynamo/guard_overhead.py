@@ -149,6 +149,8 @@ def _import_or_unavailable(module: str) -> Any:
         return importlib.import_module(module)
     except ImportError as e:
         raise ModelUnavailable(f"{module} is not installed ({e})") from e
+    except RuntimeError as e:  # e.g. a torchvision built for another torch
+        raise ModelUnavailable(f"{module} fails to import ({e})") from e
 
 
 def _generator() -> torch.Generator:
@@ -208,6 +210,10 @@ MODELS: dict[str, ModelSpec] = {
         # 32x32 images (4 patches): the guard tree is that of the default ViT,
         # the forward pass is short enough for the e2e difference to show.
         ModelSpec("vit", _transformers_model("ViTModel", "ViTConfig", image_size=32), hf_image_inputs),
+        # timm imports torchvision, and the registries offer only CUDA builds
+        # of torchvision 0.28 (the release for torch 2.13), which fail to load
+        # against the CPU torch wheel; `make` therefore does not install timm
+        # and these two report themselves unavailable unless it is.
         ModelSpec("timm_resnet50", _timm_model("resnet50"), image_inputs(224)),
         ModelSpec("timm_vit", _timm_model("vit_base_patch16_224"), image_inputs(224)),
     )
@@ -443,6 +449,43 @@ def engine_checks(runs: dict[str, EngineRun]) -> dict[str, CheckFn]:
     return checks
 
 
+def top_memoized_managers(root: Any) -> list[Any]:
+    """The managers whose memo validates on a fork check (memos below them
+    serve only when theirs is disabled)."""
+    found: list[Any] = []
+
+    def visit(mgr: Any) -> None:
+        if mgr.is_memoized() and mgr.memo_log_size() is not None:
+            found.append(mgr)
+            return
+        for child in mgr.get_child_managers():
+            visit(child)
+        if hasattr(mgr, "get_key_value_managers"):
+            for pair in mgr.get_key_value_managers().values():
+                for child in pair:
+                    if child is not None:
+                        visit(child)
+
+    visit(root)
+    return found
+
+
+def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
+    """A lower bound for any sound check of the fork's memoized subtrees: the
+    time to load one word from every object their logs name (no comparison,
+    no tensor metadata, no unmemoized part of the tree). Median over rounds,
+    each right after a passing check."""
+    samples = []
+    for _ in range(rounds):
+        total = 0.0
+        for frame in frames:
+            frame.wrapper.fork_root.check(frame.f_locals)
+            for mgr in top_memoized_managers(frame.wrapper.fork_root):
+                total += mgr.memo_touch_floor_us(200)[0]
+        samples.append(total)
+    return statistics.median(samples)
+
+
 def time_batch_us(check: CheckFn, n: int) -> float:
     start = time.perf_counter_ns()
     for _ in range(n):
@@ -675,6 +718,12 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
     with grad_mode(spec):
         warm = measure_warm(checks, bench.rounds, bench.warm_batch_s, bench.prewarm_s)
         in_situ, in_situ_failures = measure_in_situ(checks, eager_forward, bench.in_situ_rounds)
+        fork_frames = runs["fork"].frames if "fork" in runs else []
+        touch_floor = (
+            {"fork": measure_touch_floor(fork_frames, bench.rounds)}
+            if fork_frames and all(f.is_fork for f in fork_frames)
+            else {}
+        )
 
     problems = {engine: list(run.problems) for engine, run in runs.items()}
     for name, count in in_situ_failures.items():
@@ -688,6 +737,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         "frame_names": {engine: [f.code_name for f in run.frames] for engine, run in runs.items()},
         "warm_check_us": warm,
         "in_situ_check_us": in_situ,
+        "memo_touch_floor_us": touch_floor,
         "end_to_end": {engine: run.end_to_end for engine, run in runs.items()},
         "build_init_s": {engine: run.build_init_s for engine, run in runs.items()},
         "build_guards_s": {engine: run.build_guards_s for engine, run in runs.items()},
@@ -838,6 +888,7 @@ def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str
     rows = [
         ("warm check (us)", medians(result["warm_check_us"]), "{:.2f}"),
         ("in situ check (us)", medians(result["in_situ_check_us"]), "{:.2f}"),
+        ("memo touch floor, warm (us)", result.get("memo_touch_floor_us", {}), "{:.2f}"),
         ("e2e guard overhead (us)", {e: v["overhead_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guarded call (us)", {e: v["guarded_call_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
     ]
