@@ -8,13 +8,20 @@ STAMP := $(VENV)/.dynamo_guards_installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: bench test setup
+.PHONY: bench test sanitize setup
 
 bench: $(STAMP)
 	$(PY) benchmarks/dynamo/guard_overhead.py --plot benchmarks/dynamo/results/guard_overhead.png --json benchmarks/dynamo/results/guard_overhead.json
 
 test: $(STAMP)
 	$(PY) -m pytest test/dynamo -q -p no:cacheprovider
+
+# The whole suite against an AddressSanitizer + UndefinedBehaviorSanitizer
+# build of _C. It is built into build/asan, never over the in-place _C, and run
+# with the ASan runtime preloaded into the uninstrumented python; the script
+# says why each setting is there. Any sanitizer report fails the run.
+sanitize: $(STAMP)
+	tools/sanitize.sh $(PY)
 
 setup: $(STAMP)
 
