@@ -123,6 +123,47 @@ class LeafGuardTests(TestCase):
         guard = guards.NO_HASATTR("foo", ["not hasattr(x, 'foo')"])
         self.assertFalse(guard(Weird()))
 
+    def test_getattr_fallthrough_class_attribute_added(self):
+        class Answering:
+            def __getattr__(self, name):
+                return 1
+
+        guard = guards.GETATTR_FALLTHROUGH("shift", ["x.shift from __getattr__"])
+        obj = Answering()
+        self.assertTrue(guard(obj))
+        self.assertTrue(guard(obj))  # from the class verdict cache
+        Answering.shift = 0
+        self.assertFalse(guard(obj))
+        del Answering.shift
+        self.assertTrue(guard(obj))
+
+    def test_getattr_fallthrough_base_class_attribute_added(self):
+        class Base:
+            pass
+
+        class Answering(Base):
+            def __getattr__(self, name):
+                return 1
+
+        guard = guards.GETATTR_FALLTHROUGH("shift", ["x.shift from __getattr__"])
+        obj = Answering()
+        self.assertTrue(guard(obj))
+        Base.shift = property(lambda self: 0)
+        self.assertFalse(guard(obj))
+
+    def test_getattr_fallthrough_instance_attribute_set(self):
+        class Answering:
+            def __getattr__(self, name):
+                return 1
+
+        guard = guards.GETATTR_FALLTHROUGH("shift", ["x.shift from __getattr__"])
+        obj = Answering()
+        self.assertTrue(guard(obj))
+        obj.shift = 0
+        self.assertFalse(guard(obj))
+        del obj.shift
+        self.assertTrue(guard(obj))
+
     def test_lambda_guard(self):
         guard = guards.LAMBDA_GUARD(lambda x: x > 3, ["x > 3"])
         self.assertTrue(guard(4))
@@ -629,6 +670,25 @@ class SubtreeMemoTests(TestCase):
             self.assertTrue(root.check({"m": mod}))
         mod.__dict__["_buffers"] = FreshEachRead()
         self.assertFalse(root.check({"m": mod}))
+
+    def test_memo_getattr_fallthrough_instance_attribute_set(self):
+        class Answering:
+            def __getattr__(self, name):
+                return 1
+
+        obj = Answering()
+        holder = Holder(obj=obj)
+        root = guards.RootGuardManager()
+        h = root.framelocals_manager(("h", 0), "L['h']", holder, PLAIN)
+        o = h.getattr_manager("obj", "L['h'].obj", obj, PLAIN)
+        o.add_type_match_guard(id(Answering), ["type(o) is Answering"], None)
+        o.add_getattr_fallthrough_guard("shift", ["o.shift from __getattr__"], None)
+        root.finalize()
+        self.assertIs(root.check({"h": holder}), True)
+        self.assertIs(root.check({"h": holder}), True)
+        self.assertIsNotNone(h.memo_log_size())
+        obj.shift = 0
+        self.assertIs(root.check({"h": holder}), False)
 
     def test_memo_python_guard_runs_on_every_call(self):
         obj = self.fresh()
