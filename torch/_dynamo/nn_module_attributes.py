@@ -14,7 +14,7 @@ at build time and, for every fallback to getattr, why.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from dynamo_guards import _C
 
@@ -70,29 +70,45 @@ def nn_module_getattr() -> Any:
     return torch.nn.Module.__getattr__
 
 
+def _install_leaf(
+    builder: Any,
+    guard: Any,
+    code: str,
+    add_native: Callable[[Any, list[str], Any], None],
+    predicate: Callable[[Any], bool],
+) -> None:
+    """Adds one guard on ``guard``'s manager, once per ``code``: natively on
+    the fork's managers, as a lambda of ``predicate`` on stock's (a frame
+    that fell back to stock torch)."""
+    if code in builder.already_added_code_parts:
+        return
+    from torch._dynamo.guards import get_verbose_code_parts
+
+    parts = get_verbose_code_parts(code, guard)
+    manager = builder.get_guard_manager(guard)
+    if isinstance(manager, _C.GuardManager):
+        add_native(manager, parts, guard.user_stack)
+    else:
+        manager.add_lambda_guard(predicate, parts, guard.user_stack)
+    builder.already_added_code_parts.add(code)
+
+
 def NN_MODULE_ATTR_RESOLUTION(builder: Any, guard: Any, *, name: str, dict_name: str) -> None:
     """Guard create function: ``guard.name`` (a module) keeps answering
     ``.name`` from ``dict_name``. See module_attr_guards.h."""
-    code = f"{guard.name}.{name} is {guard.name}.{dict_name}[{name!r}]"
-    if code in builder.already_added_code_parts:
-        return
     module = builder.get(guard)
     if python_module_dict_slot(module, name) != dict_name:
         # The trace read a dict Python would not answer from (the trace's
         # view of the dicts differs from the module's, after a mutation the
         # trace made itself): nothing this guard could keep valid.
         return
-    manager = builder.get_guard_manager(guard)
-    from torch._dynamo.guards import get_verbose_code_parts
-
-    parts = get_verbose_code_parts(code, guard)
-    if isinstance(manager, _C.GuardManager):
-        manager.add_nn_module_attr_resolution_guard(name, dict_name, parts, guard.user_stack)
-    else:
-        manager.add_lambda_guard(
-            lambda m: python_module_dict_slot(m, name) == dict_name, parts, guard.user_stack
-        )
-    builder.already_added_code_parts.add(code)
+    _install_leaf(
+        builder,
+        guard,
+        f"{guard.name}.{name} is {guard.name}.{dict_name}[{name!r}]",
+        lambda m, parts, stack: m.add_nn_module_attr_resolution_guard(name, dict_name, parts, stack),
+        lambda m: python_module_dict_slot(m, name) == dict_name,
+    )
 
 
 def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
@@ -112,20 +128,13 @@ def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
     if found is None:
         return
     owner, expected = found
-    code = f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}"
-    if code in builder.already_added_code_parts:
-        return
-    from torch._dynamo.guards import get_verbose_code_parts
-
-    parts = get_verbose_code_parts(code, guard)
-    manager = builder.get_guard_manager(guard)
-    if isinstance(manager, _C.GuardManager):
-        manager.add_class_attr_match_guard(name, expected, parts, guard.user_stack)
-    else:
-        manager.add_lambda_guard(
-            lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected, parts, guard.user_stack
-        )
-    builder.already_added_code_parts.add(code)
+    _install_leaf(
+        builder,
+        guard,
+        f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}",
+        lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
+        lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected,
+    )
 
 
 def falls_through_to_getattr(value: Any, name: str) -> bool:
@@ -134,7 +143,7 @@ def falls_through_to_getattr(value: Any, name: str) -> bool:
     instance __dict__ has ``name``. nn.Module's own __getattr__ is left to
     NN_MODULE_ATTR_RESOLUTION."""
     cls = type(value)
-    if cls.__getattribute__ is not object.__getattribute__ and cls.__getattribute__ is not nn_module_getattribute():
+    if cls.__getattribute__ is not object.__getattribute__:
         return False
     found = class_lookup(cls, "__getattr__")
     if found is None or found[1] is nn_module_getattr():
@@ -148,27 +157,16 @@ def falls_through_to_getattr(value: Any, name: str) -> bool:
     return type(instance_dict) is dict and name not in instance_dict
 
 
-def nn_module_getattribute() -> Any:
-    import torch
-
-    return torch.nn.Module.__getattribute__
-
-
 def GETATTR_FALLTHROUGH(builder: Any, guard: Any, *, name: str) -> None:
     """Guard create function: ``guard.name``'s ``.name`` still reaches the
     class's custom __getattr__. See module_attr_guards.h."""
     value = builder.get(guard)
     if not falls_through_to_getattr(value, name):
         return
-    code = f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__"
-    if code in builder.already_added_code_parts:
-        return
-    from torch._dynamo.guards import get_verbose_code_parts
-
-    parts = get_verbose_code_parts(code, guard)
-    manager = builder.get_guard_manager(guard)
-    if isinstance(manager, _C.GuardManager):
-        manager.add_getattr_fallthrough_guard(name, parts, guard.user_stack)
-    else:
-        manager.add_lambda_guard(lambda v: falls_through_to_getattr(v, name), parts, guard.user_stack)
-    builder.already_added_code_parts.add(code)
+    _install_leaf(
+        builder,
+        guard,
+        f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__",
+        lambda m, parts, stack: m.add_getattr_fallthrough_guard(name, parts, stack),
+        lambda v: falls_through_to_getattr(v, name),
+    )
