@@ -4,6 +4,7 @@
 # Owner(s): ["module: dynamo"]
 from __future__ import annotations
 
+import collections
 import re
 import weakref
 from pathlib import Path
@@ -163,6 +164,39 @@ class LeafGuardTests(TestCase):
         self.assertFalse(guard(obj))
         del obj.shift
         self.assertTrue(guard(obj))
+
+    def test_nn_module_hooks_empty_hook_registered(self):
+        lin = torch.nn.Linear(2, 2)
+        guard = guards.NN_MODULE_HOOKS_EMPTY("_forward_hooks", ["not lin._forward_hooks"])
+        self.assertTrue(guard(lin))
+        handle = lin.register_forward_hook(lambda mod, args, out: out)
+        self.assertFalse(guard(lin))
+        handle.remove()
+        self.assertTrue(guard(lin))
+
+    def test_nn_module_hooks_empty_hook_dict_replaced(self):
+        lin = torch.nn.Linear(2, 2)
+        guard = guards.NN_MODULE_HOOKS_EMPTY("_forward_pre_hooks", ["not lin._forward_pre_hooks"])
+        lin.__dict__["_forward_pre_hooks"] = collections.OrderedDict({0: print})
+        self.assertFalse(guard(lin))
+        lin.__dict__["_forward_pre_hooks"] = collections.OrderedDict()
+        self.assertTrue(guard(lin))
+        lin.__dict__["_forward_pre_hooks"] = []
+        self.assertFalse(guard(lin), "an empty hook container that is not a dict")
+        del lin.__dict__["_forward_pre_hooks"]
+        self.assertFalse(guard(lin), "the attribute is gone: getattr raises")
+
+    def test_nn_module_hooks_empty_shadowed_by_class_property(self):
+        class Hooked(torch.nn.Linear):
+            pass
+
+        lin = Hooked(2, 2)
+        guard = guards.NN_MODULE_HOOKS_EMPTY("_forward_hooks", ["not lin._forward_hooks"])
+        self.assertTrue(guard(lin))
+        Hooked._forward_hooks = property(lambda self: {0: print})
+        self.assertFalse(guard(lin), "a data descriptor on the class wins over the instance __dict__")
+        del Hooked._forward_hooks
+        self.assertTrue(guard(lin))
 
     def test_lambda_guard(self):
         guard = guards.LAMBDA_GUARD(lambda x: x > 3, ["x > 3"])
@@ -689,6 +723,50 @@ class SubtreeMemoTests(TestCase):
         self.assertIsNotNone(h.memo_log_size())
         obj.shift = 0
         self.assertIs(root.check({"h": holder}), False)
+
+    def hooked_tree(self, outer: torch.nn.Module) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", outer, PLAIN)
+        m.add_type_match_guard(id_type(outer), ["type(L['m'])"], None)
+        lin = outer.lin
+        sub = m.nn_module_attr_manager("lin", "L['m'].lin", lin, PLAIN, outer)
+        sub.add_type_match_guard(id_type(lin), ["type(L['m'].lin)"], None)
+        for name in ("_forward_hooks", "_forward_pre_hooks"):
+            sub.add_nn_module_hooks_empty_guard(name, [f"not L['m'].lin.{name}"], None)
+        root.finalize()
+        self.assertTrue(root.check({"m": outer}))
+        self.assertTrue(root.check({"m": outer}))
+        self.assertIsNotNone(m.memo_log_size(), "the hook guards are memoized")
+        return root, m
+
+    def test_memo_hook_registered_on_submodule(self):
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, _ = self.hooked_tree(outer)
+        handle = outer.lin.register_forward_pre_hook(lambda mod, args: args)
+        self.assertFalse(root.check({"m": outer}))
+        handle.remove()
+        self.assertTrue(root.check({"m": outer}))
+
+    def test_memo_hook_dict_written_directly(self):
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, _ = self.hooked_tree(outer)
+        outer.lin._forward_hooks[7] = lambda mod, args, out: out
+        self.assertFalse(root.check({"m": outer}))
+        self.assertFalse(root.check_verbose({"m": outer}).result)
+
+    def test_memo_hook_dict_replaced_by_another_empty_dict(self):
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, _ = self.hooked_tree(outer)
+        old = outer.lin._forward_hooks
+        outer.lin.__dict__["_forward_hooks"] = collections.OrderedDict()
+        self.assertTrue(root.check({"m": outer}))
+        old[1] = print  # the log must no longer read the old dict
+        self.assertTrue(root.check({"m": outer}))
+        outer.lin._forward_hooks[1] = print
+        self.assertFalse(root.check({"m": outer}))
 
     def test_memo_python_guard_runs_on_every_call(self):
         obj = self.fresh()

@@ -12,6 +12,7 @@ stock's wrong verdicts stays true."""
 # Owner(s): ["module: dynamo"]
 from __future__ import annotations
 
+import collections
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -369,6 +370,18 @@ class SubmoduleTests(ShadowingTestCase):
             s.target.register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
 
         self.check(Outer, add_hook, recompiles=True)
+
+    def test_forward_hook_written_into_hook_dict(self):
+        def add_hook(s):
+            s.target.inner.lin._forward_hooks[0] = lambda mod, args, out: out * 10
+
+        self.check(Outer, add_hook, stock_stale=True, recompiles=True)
+
+    def test_forward_hook_dict_replaced_by_empty_dict(self):
+        def replace(s):
+            s.target.inner.lin.__dict__["_forward_hooks"] = collections.OrderedDict()
+
+        self.check(Outer, replace, recompiles=False)
 
     def test_forward_monkeypatched_on_instance(self):
         self.check(Scaled, lambda s: setattr(s.target, "forward", lambda x: x * 9))

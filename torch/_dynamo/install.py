@@ -29,10 +29,12 @@ from typing import Any, Callable, Iterator
 
 import torch._dynamo.config
 import torch._dynamo.guards as stock_guards
+import torch._guards
+import torch.utils._traceback
 
 from dynamo_guards import _C
 from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
-from dynamo_guards.nn_module_attributes import getattr_on_nn_module
+from dynamo_guards.nn_module_attributes import EMPTY_NN_MODULE_HOOKS_DICT, getattr_on_nn_module
 from dynamo_guards.trace_hooks import install_trace_hooks, uninstall_trace_hooks
 
 log = logging.getLogger("dynamo_guards")
@@ -50,6 +52,41 @@ _ENGINE_NAMES: dict[str, Any] = {
 _ENGINE_BUILDER_METHODS: dict[str, Any] = {
     "getattr_on_nn_module": getattr_on_nn_module,
 }
+
+# Guard create functions torch's trace attaches to guards, and the engine's
+# stand-ins for them, used while the engine builds a frame's guards (a guard
+# keeps the function object, so the builder's method cannot simply be
+# replaced).
+_ENGINE_CREATE_FUNCTIONS: dict[Any, Callable[[Any, Any], None]] = {
+    stock_guards.GuardBuilder.EMPTY_NN_MODULE_HOOKS_DICT: EMPTY_NN_MODULE_HOOKS_DICT,
+}
+_stock_guard_create = torch._guards.Guard.create
+
+
+def _create_guard(guard: Any, builder: Any) -> Any:
+    """``Guard.create`` while the engine builds: the engine's create
+    function where it has one, torch's otherwise."""
+    replacement = _ENGINE_CREATE_FUNCTIONS.get(guard.create_fn)
+    if replacement is None:
+        return _stock_guard_create(guard, builder)
+    return replacement(builder, guard)
+
+
+# torch formats the user's frame into the code parts of every guard it
+# builds; with thousands of guards per frame, the path shortening in there
+# (os.path.commonpath) is a visible share of the build. It is a function of
+# its two strings alone, so the engine remembers its answers while building.
+_stock_shorten_filename = torch.utils._traceback.shorten_filename
+
+
+@functools.lru_cache(maxsize=1024)
+def _shortened(filename: str, base: str | None) -> str:
+    return _stock_shorten_filename(filename, base=base)
+
+
+def _shorten_filename(filename: str, *, base: str | None = None) -> str:
+    return _shortened(filename, base)
+
 
 # Dynamo config while the engine builds a frame's guards:
 # - empty nn.Module hook dicts are guarded (torch skips them by default and
@@ -73,9 +110,13 @@ def _engine_names_in_torch() -> Iterator[None]:
         setattr(stock_guards, name, value)
     for name, value in _ENGINE_BUILDER_METHODS.items():
         setattr(builder, name, value)
+    torch._guards.Guard.create = _create_guard  # type: ignore[method-assign]
+    torch.utils._traceback.shorten_filename = _shorten_filename
     try:
         yield
     finally:
+        torch._guards.Guard.create = _stock_guard_create  # type: ignore[method-assign]
+        torch.utils._traceback.shorten_filename = _stock_shorten_filename
         for name, value in saved_names.items():
             setattr(stock_guards, name, value)
         for name, value in saved_methods.items():

@@ -170,3 +170,26 @@ def GETATTR_FALLTHROUGH(builder: Any, guard: Any, *, name: str) -> None:
         lambda m, parts, stack: m.add_getattr_fallthrough_guard(name, parts, stack),
         lambda v: falls_through_to_getattr(v, name),
     )
+
+
+def EMPTY_NN_MODULE_HOOKS_DICT(builder: Any, guard: Any) -> None:
+    """Stands in for torch's create function of the same name while the
+    engine builds a frame's guards: ``guard.name`` (``module._forward_hooks``
+    and the like) is still an empty dict, checked by one
+    ``NN_MODULE_HOOKS_EMPTY`` leaf on the module's manager. Torch builds a
+    manager, an accessor and a length guard per hook dict, for the same
+    verdict. Like stock torch's default (which skips these guards), it
+    records no export info. See module_attr_guards.h."""
+    from torch._dynamo.guards import GuardBuilder, get_verbose_code_parts
+    from torch._dynamo.source import AttrSource
+
+    source = guard.originating_source
+    manager = builder.get_guard_manager_from_source(source.base) if isinstance(source, AttrSource) else None
+    if not isinstance(manager, _C.GuardManager):
+        GuardBuilder.EMPTY_NN_MODULE_HOOKS_DICT(builder, guard)
+        return
+    code = f"not {guard.name}"
+    if code in builder.already_added_code_parts:
+        return
+    manager.add_nn_module_hooks_empty_guard(source.member, get_verbose_code_parts(code, guard), guard.user_stack)
+    builder.already_added_code_parts.add(code)

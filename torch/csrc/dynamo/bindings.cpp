@@ -179,6 +179,8 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<GETATTR_FALLTHROUGH, LeafGuard, std::shared_ptr<GETATTR_FALLTHROUGH>>(m, "GETATTR_FALLTHROUGH")
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<NN_MODULE_HOOKS_EMPTY, LeafGuard, std::shared_ptr<NN_MODULE_HOOKS_EMPTY>>(m, "NN_MODULE_HOOKS_EMPTY")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<RelationalSlot, LeafGuard, std::shared_ptr<RelationalSlot>>(m, "RelationalGuard");
@@ -379,6 +381,9 @@ PYBIND11_MODULE(_C, m) {
     .def("add_getattr_fallthrough_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
       add_leaf<GETATTR_FALLTHROUGH>(self, name, parts, stack);
     }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_nn_module_hooks_empty_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
+      add_leaf<NN_MODULE_HOOKS_EMPTY>(self, name, parts, stack);
+    }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
       add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack);
     }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -542,7 +547,8 @@ PYBIND11_MODULE(_C, m) {
                           "LENGTH_CHECK", "DICT_LENGTH", "TUPLE_ITERATOR_LEN", "FLOAT_IS_NAN", "COMPLEX_IS_NAN",
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
-                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "GETATTR_FALLTHROUGH", "GLOBAL_STATE",
+                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "GETATTR_FALLTHROUGH",
+                          "NN_MODULE_HOOKS_EMPTY", "GLOBAL_STATE",
                           "TORCH_FUNCTION_MODE_STACK"}) {
       kinds[k] = "native";
     }

@@ -82,4 +82,32 @@ bool GETATTR_FALLTHROUGH::check(PyObject* value) {
   return found == nullptr;
 }
 
+NN_MODULE_HOOKS_EMPTY::NN_MODULE_HOOKS_EMPTY(py::object name, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), name_(interned_name(name, "name")) {}
+
+bool NN_MODULE_HOOKS_EMPTY::check(PyObject* value) {
+  PyObject* hooks = read_attribute(value, name_.ptr(), plan_.get(Py_TYPE(value), name_.ptr()));  // new
+  if (hooks == nullptr) {
+    discard_python_error();
+    return false;
+  }
+  bool empty = PyDict_Check(hooks) && PyDict_GET_SIZE(hooks) == 0;
+  Py_DECREF(hooks);
+  return empty;
+}
+
+void NN_MODULE_HOOKS_EMPTY::record(MemoRecorder& recorder, PyObject* value) {
+  PyObject* d = instance_dict(value);  // borrowed
+  PyObject* hooks = d != nullptr && PyDict_Check(d) ? PyDict_GetItemWithError(d, name_.ptr()) : nullptr;  // borrowed
+  discard_python_error();
+  if (hooks == nullptr || !instance_dict_answers(value, name_.ptr(), hooks)) {
+    recorder.leaf(this, value);
+    return;
+  }
+  recorder.type_tag(value);
+  recorder.object_dict(value);
+  recorder.anchor(hooks);  // held by the validated __dict__
+  recorder.dict(hooks);
+}
+
 }  // namespace dynamo_guards

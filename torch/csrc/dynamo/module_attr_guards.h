@@ -114,4 +114,31 @@ class GETATTR_FALLTHROUGH : public LeafGuard {
   ClassVerdictCache cache_;
 };
 
+// NN_MODULE_HOOKS_EMPTY: `module.name` (one of nn.Module's hook dicts,
+// such as _forward_hooks) is still an empty dict.
+//
+// Dynamo traces past a module's hooks when they are empty and records that
+// as a length guard on the hook dict (EMPTY_NN_MODULE_HOOKS_DICT, which
+// stock torch 2.13 skips by default, so a hook registered after compiling
+// never runs). The engine installs this one leaf on the module's own
+// manager instead of a child manager, an accessor and a length leaf per hook
+// dict: the same verdict with a third of the nodes to build. The attribute
+// is read along Python's lookup order (a CachedAttrPlan), so a hook dict
+// shadowed by a class property or replaced in the instance __dict__ is seen.
+class NN_MODULE_HOOKS_EMPTY : public LeafGuard {
+ public:
+  NN_MODULE_HOOKS_EMPTY(py::object name, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "NN_MODULE_HOOKS_EMPTY"; }
+  // Soundness of the memo: when the instance __dict__ answers (the class
+  // pins that by its version tag, the __dict__ by its version), the hook
+  // dict is a fixed object, and an unchanged version of it means it is
+  // still empty. Any other path re-runs the guard.
+  void record(MemoRecorder& recorder, PyObject* value) override;
+
+ private:
+  py::str name_;
+  CachedAttrPlan plan_;
+};
+
 }  // namespace dynamo_guards
