@@ -768,6 +768,74 @@ class SubtreeMemoTests(TestCase):
         outer.lin._forward_hooks[1] = print
         self.assertFalse(root.check({"m": outer}))
 
+    def test_memo_each_dict_of_a_run_is_checked(self):
+        # The hook dicts of a module are consecutive dict checks in the log,
+        # validated as one run: a change to any one of them must fail.
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, m = self.hooked_tree(outer)
+        kinds = m.memo_log_kinds()
+        self.assertLess(m.memo_log_size(), sum(kinds.values()), f"no run was formed: {kinds}")
+        for name in ("_forward_hooks", "_forward_pre_hooks"):
+            hooks = getattr(outer.lin, name)
+            hooks[0] = print
+            self.assertFalse(root.check({"m": outer}), name)
+            del hooks[0]
+            self.assertTrue(root.check({"m": outer}), name)
+        outer._buffers["lin"] = torch.zeros(1)  # read before _modules by nn.Module.__getattr__
+        self.assertFalse(root.check({"m": outer}), "a module dict in a run")
+
+    def test_memo_class_property_shadows_hook_dict(self):
+        # The module's type is checked (TYPE_MATCH) before its class-level
+        # lookups are pinned (the version tag): the log merges both into one
+        # step, which must still see the class change.
+        class Hooked(torch.nn.Linear):
+            pass
+
+        outer = torch.nn.Module()
+        outer.lin = Hooked(2, 2)
+        root, _ = self.hooked_tree(outer)
+        Hooked._forward_hooks = property(lambda self: {0: print})
+        self.assertFalse(root.check({"m": outer}))
+        del Hooked._forward_hooks
+        self.assertTrue(root.check({"m": outer}))
+
+    def no_hasattr_tree(self, outer: torch.nn.Module) -> guards.RootGuardManager:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", outer, PLAIN)
+        m.add_type_match_guard(id_type(outer), ["type(L['m'])"], None)
+        m.add_no_hasattr_guard("scale", ["not hasattr(L['m'], 'scale')"], None)
+        m.add_no_hasattr_guard("shift", ["not hasattr(L['m'], 'shift')"], None)
+        root.finalize()
+        self.assertTrue(root.check({"m": outer}))
+        self.assertTrue(root.check({"m": outer}))
+        self.assertIsNotNone(m.memo_log_size())
+        self.assertNotIn("Leaf", m.memo_log_kinds(), "NO_HASATTR on a module is pinned, not re-run")
+        return root
+
+    def test_memo_no_hasattr_instance_attribute_set(self):
+        outer = torch.nn.Module()
+        root = self.no_hasattr_tree(outer)
+        object.__setattr__(outer, "shift", 1.0)
+        self.assertFalse(root.check({"m": outer}))
+
+    def test_memo_no_hasattr_buffer_registered(self):
+        outer = torch.nn.Module()
+        root = self.no_hasattr_tree(outer)
+        outer.register_buffer("scale", torch.ones(1))
+        self.assertFalse(root.check({"m": outer}))
+
+    def test_memo_no_hasattr_class_attribute_added(self):
+        class Plain(torch.nn.Module):
+            pass
+
+        outer = Plain()
+        root = self.no_hasattr_tree(outer)
+        Plain.scale = 2.0
+        self.assertFalse(root.check({"m": outer}))
+        del Plain.scale
+        self.assertTrue(root.check({"m": outer}))
+
     def test_memo_python_guard_runs_on_every_call(self):
         obj = self.fresh()
         root, m = self.build(obj)

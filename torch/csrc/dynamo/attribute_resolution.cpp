@@ -265,4 +265,18 @@ int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan) {
   return -1;
 }
 
+bool module_dicts_are_exact(PyObject* module) {
+  PyObject* d = instance_dict(module);
+  if (d == nullptr || !PyDict_Check(d)) {
+    return false;
+  }
+  for (const char* key : {"_parameters", "_buffers", "_modules"}) {
+    PyObject* sub = PyDict_GetItemString(d, key);  // borrowed
+    if (sub != nullptr && !PyDict_CheckExact(sub)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace dynamo_guards

@@ -91,6 +91,11 @@ bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value);
 // any other plan the answer is Elsewhere (instance __dict__, class, getattr).
 enum class ModuleDictSlot : unsigned char { Parameters, Buffers, Modules, InstanceDict, Missing, Elsewhere, Error };
 ModuleDictSlot locate_in_module_dicts(PyObject* obj, PyObject* name, const AttrPlan& plan);
+// Whether the instance __dict__ is a dict and _parameters, _buffers and
+// _modules (those present) are plain dicts, so that nn.Module.__getattr__'s
+// reads are those dicts' own storage.
+bool module_dicts_are_exact(PyObject* module);
+
 // "_parameters" -> Parameters etc.; throws std::invalid_argument otherwise.
 ModuleDictSlot module_dict_slot_from_name(const std::string& key);
 

@@ -274,12 +274,13 @@ PYBIND11_MODULE(_C, m) {
             if (self.memo() == nullptr || !self.memo()->has_log() || iters <= 0) {
               return py::none();
             }
-            const std::vector<MemoStep>& steps = self.memo()->steps();
+            std::vector<const void*> objects;
+            self.memo()->for_each_step([&](MemoStep::Kind, void* object) { objects.push_back(object); });
             uintptr_t sink = 0;
             auto start = std::chrono::steady_clock::now();
             for (int i = 0; i < iters; ++i) {
-              for (const MemoStep& step : steps) {
-                sink += *static_cast<const volatile uintptr_t*>(step.a);
+              for (const void* object : objects) {
+                sink += *static_cast<const volatile uintptr_t*>(object);
               }
             }
             std::chrono::duration<double, std::micro> total = std::chrono::steady_clock::now() - start;
@@ -291,10 +292,10 @@ PYBIND11_MODULE(_C, m) {
         if (self.memo() == nullptr || !self.memo()->has_log()) {
           return counts;
         }
-        for (const MemoStep& step : self.memo()->steps()) {
-          py::str name(memo_step_kind_name(step.kind));
+        self.memo()->for_each_step([&](MemoStep::Kind kind, void*) {
+          py::str name(memo_step_kind_name(kind));
           counts[name] = py::int_(counts.contains(name) ? counts[name].cast<size_t>() + 1 : 1);
-        }
+        });
         return counts;
       });
 

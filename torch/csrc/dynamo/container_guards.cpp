@@ -72,6 +72,26 @@ bool NO_HASATTR::check(PyObject* value) {
   return r == 0;
 }
 
+void NO_HASATTR::record(MemoRecorder& recorder, PyObject* value) {
+  switch (plan_.get(Py_TYPE(value), attr_name_.ptr()).path) {
+    case AttrPath::InstanceDictOnly:
+      recorder.type_tag(value);
+      recorder.object_dict(value);
+      return;
+    case AttrPath::ModuleDicts:
+      if (module_dicts_are_exact(value)) {
+        recorder.type_tag(value);
+        recorder.module_dicts(value);
+        return;
+      }
+      break;
+    case AttrPath::InstanceDictThenClass:
+    case AttrPath::GetAttr:
+      break;
+  }
+  recorder.leaf(this, value);
+}
+
 MAPPING_KEYS_MATCH::MAPPING_KEYS_MATCH(py::object value, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {
   PyObject* keys = PyMapping_Keys(value.ptr());

@@ -32,22 +32,6 @@ std::string where_found(PyObject* module, PyObject* name) {
   return "getattr";
 }
 
-// Whether _parameters, _buffers and _modules (those present) are plain
-// dicts, so that nn.Module.__getattr__'s reads are the dicts' own storage.
-bool module_dicts_are_exact(PyObject* module) {
-  PyObject* d = instance_dict(module);
-  if (d == nullptr || !PyDict_Check(d)) {
-    return false;
-  }
-  for (const char* key : {"_parameters", "_buffers", "_modules"}) {
-    PyObject* sub = PyDict_GetItemString(d, key);
-    if (sub != nullptr && !PyDict_CheckExact(sub)) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 NNModuleAttrGuardAccessor::NNModuleAttrGuardAccessor(

@@ -31,6 +31,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "Tensor";
     case MemoStep::Kind::Walk:
       return "Walk";
+    case MemoStep::Kind::DictRun:
+      return "DictRun";
   }
   return "?";
 }
@@ -84,10 +86,10 @@ void MemoRecorder::type(PyObject* obj) {
   PyTypeObject* t = Py_TYPE(obj);
   auto tagged = type_tags_.find(obj);
   auto typed = types_.find(obj);
-  if ((tagged != type_tags_.end() && tagged->second == t) || (typed != types_.end() && typed->second == t)) {
+  if ((tagged != type_tags_.end() && tagged->second == t) || (typed != types_.end() && typed->second.first == t)) {
     return;  // the same check is already in the log
   }
-  types_[obj] = t;
+  types_[obj] = {t, steps_.size()};
   push({MemoStep::Kind::Type, obj, t, 0});
 }
 
@@ -105,6 +107,14 @@ void MemoRecorder::type_tag(PyObject* obj) {
     return;
   }
   type_tags_[obj] = t;
+  auto typed = types_.find(obj);
+  if (typed != types_.end() && typed->second.first == t) {
+    // The log already checks this object's type: that step checks the tag
+    // too (it also compares the type), at the earlier position, where the
+    // object is as reachable as here.
+    steps_[typed->second.second] = {MemoStep::Kind::TypeTag, obj, t, t->tp_version_tag};
+    return;
+  }
   push({MemoStep::Kind::TypeTag, obj, t, t->tp_version_tag});
 }
 
@@ -160,6 +170,11 @@ bool SubtreeMemo::validate(PyObject* value) const {
   } in_progress(validating_);
   const MemoStep* steps = steps_.data();
   const size_t n = steps_.size();
+  // The dispatch state of this evaluation, read on the first Tensor step
+  // and shared by the rest: a Leaf or Walk step that runs a nested
+  // evaluation restores the outer state before it returns.
+  TensorLocalState fresh_state;
+  const TensorLocalState* tensor_state = nullptr;
   for (size_t i = 0; i < n; ++i) {
     // Start loading the object a later step reads: the steps are cheap and
     // their objects scattered, so a check otherwise waits on one cache miss
@@ -211,8 +226,10 @@ bool SubtreeMemo::validate(PyObject* value) const {
         }
         break;
       case MemoStep::Kind::Tensor:
-        // TENSOR_MATCH is final: a direct call, no vtable load per tensor.
-        if (!static_cast<TENSOR_MATCH*>(s.b)->check(static_cast<PyObject*>(s.a))) {
+        if (tensor_state == nullptr) {
+          tensor_state = &TensorLocalState::current(fresh_state);
+        }
+        if (!static_cast<const TENSOR_MATCH*>(s.b)->matches(static_cast<PyObject*>(s.a), *tensor_state)) {
           return false;
         }
         break;
@@ -221,9 +238,46 @@ bool SubtreeMemo::validate(PyObject* value) const {
           return false;
         }
         break;
+      case MemoStep::Kind::DictRun: {
+        const DictCheck* run = dict_checks_.data() + s.c;
+        const DictCheck* end = run + reinterpret_cast<uintptr_t>(s.b);
+        const DictCheck* last = dict_checks_.data() + dict_checks_.size();
+        for (; run != end; ++run) {
+          if (last - run > static_cast<ptrdiff_t>(kDictRunPrefetchDistance)) {
+            __builtin_prefetch(run[kDictRunPrefetchDistance].dict);
+          }
+          if (dict_version(run->dict) != run->version) {
+            return false;
+          }
+        }
+        break;
+      }
     }
   }
   return true;
+}
+
+void SubtreeMemo::compact_dict_runs(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks) {
+  std::vector<MemoStep> out;
+  out.reserve(steps.size());
+  size_t i = 0;
+  while (i < steps.size()) {
+    size_t end = i;
+    while (end < steps.size() && steps[end].kind == MemoStep::Kind::Dict) {
+      ++end;
+    }
+    if (end - i < 2) {
+      out.push_back(steps[i]);
+      ++i;
+      continue;
+    }
+    MemoStep run{MemoStep::Kind::DictRun, steps[i].a, reinterpret_cast<void*>(end - i), dict_checks.size()};
+    for (; i < end; ++i) {
+      dict_checks.push_back({static_cast<PyObject*>(steps[i].a), steps[i].c});
+    }
+    out.push_back(run);
+  }
+  steps = std::move(out);
 }
 
 bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
@@ -247,6 +301,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
     disabled_ = true;
     if (validating_ == 0) {
       steps_.clear();
+      dict_checks_.clear();
     }
     return true;
   }
@@ -262,6 +317,8 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   }
   aborts_ = 0;
   steps_ = recorder.take_steps();
+  dict_checks_.clear();
+  compact_dict_runs(steps_, dict_checks_);
   value_ = value;
   valid_ = true;
   return true;

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace dynamo_guards {
@@ -47,6 +48,7 @@ struct MemoStep {
     Leaf,        // a: the object, b: the LeafGuard to run on it
     Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it, c: its TensorImpl's address (prefetched only)
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
+    DictRun,     // consecutive Dict steps: a: the first dict, b: how many, c: index of the first DictCheck
   };
   Kind kind;
   void* a;
@@ -54,6 +56,12 @@ struct MemoStep {
   uint64_t c;
 };
 static_assert(sizeof(MemoStep) == 32, "two steps per cache line");
+
+// One dict of a DictRun, checked in a tight loop apart from the steps.
+struct DictCheck {
+  PyObject* dict;
+  uint64_t version;
+};
 
 // The kind's name, for introspection.
 const char* memo_step_kind_name(MemoStep::Kind kind);
@@ -109,7 +117,7 @@ class MemoRecorder {
   // object's current type: Python code run during the recording can assign
   // __class__, and a type can come back, so a step is skipped only when it
   // would check the very same type.
-  std::unordered_map<PyObject*, PyTypeObject*> types_;
+  std::unordered_map<PyObject*, std::pair<PyTypeObject*, size_t>> types_;  // with the Type step's index
   std::unordered_map<PyObject*, PyTypeObject*> type_tags_;
 };
 
@@ -125,12 +133,33 @@ class SubtreeMemo {
   static constexpr int kMaxAborts = 3;
   static constexpr int kMaxStaleLogs = 8;
   // How many steps ahead validation prefetches a step's object (measured
-  // on MobileBert: about 6% off a warm check).
+  // on MobileBert: about 6% off a warm check), and how many checks ahead a
+  // DictRun prefetches its dicts.
   static constexpr size_t kPrefetchDistance = 12;
+  static constexpr size_t kDictRunPrefetchDistance = 8;
 
   size_t num_steps() const { return steps_.size(); }
-  const std::vector<MemoStep>& steps() const { return steps_; }
   bool has_log() const { return valid_; }
+  // Calls f(kind, object) for every step of the log in order, with each
+  // DictRun as the Dict steps it stands for (introspection and benchmarks).
+  template <typename F>
+  void for_each_step(F f) const {
+    for (const MemoStep& step : steps_) {
+      if (step.kind != MemoStep::Kind::DictRun) {
+        f(step.kind, step.a);
+        continue;
+      }
+      const DictCheck* run = dict_checks_.data() + step.c;
+      for (uintptr_t k = 0; k < reinterpret_cast<uintptr_t>(step.b); ++k) {
+        f(MemoStep::Kind::Dict, static_cast<void*>(run[k].dict));
+      }
+    }
+  }
+
+  // Replaces each run of consecutive Dict steps (two or more) by a DictRun
+  // whose checks are appended to `dict_checks`. The same checks in the same
+  // order: only the dispatch per step goes.
+  static void compact_dict_runs(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks);
 
  private:
   bool validate(PyObject* value) const;
@@ -141,6 +170,7 @@ class SubtreeMemo {
   int stale_logs_ = 0;  // consecutive passing calls whose log did not validate
   PyObject* value_ = nullptr;  // identity only: compared, never dereferenced
   std::vector<MemoStep> steps_;
+  std::vector<DictCheck> dict_checks_;  // the DictRun steps' checks, in log order
   // Validations of steps_ in progress. A Leaf or Walk step runs Python code,
   // which can evaluate this memo again: on this thread, or on another one
   // once the GIL is dropped. Those must not replace or clear steps_ under the

@@ -34,7 +34,7 @@ bool in_mode_without_ignore_compile_internals() {
   return flag == Py_True;
 }
 
-c10::DispatchKeySet apply(const TensorLocalState& state, c10::DispatchKeySet ks) {
+inline c10::DispatchKeySet apply(const TensorLocalState& state, c10::DispatchKeySet ks) {
   c10::DispatchKeySet included(c10::DispatchKeySet::RAW, state.included);
   c10::DispatchKeySet excluded(c10::DispatchKeySet::RAW, state.excluded);
   c10::DispatchKeySet result = (ks | included) - excluded;
@@ -78,6 +78,14 @@ TensorLocalState TensorLocalState::capture() {
   return s;
 }
 
+const TensorLocalState& TensorLocalState::current(TensorLocalState& fresh) {
+  if (tls_current_state != nullptr) {
+    return *tls_current_state;
+  }
+  fresh = capture();
+  return fresh;
+}
+
 TensorLocalStateScope::TensorLocalStateScope()
     : state_(TensorLocalState::capture()), previous_(tls_current_state) {
   tls_current_state = &state_;
@@ -103,6 +111,9 @@ TENSOR_MATCH::TENSOR_MATCH(
   if (!PyType_Check(pytype_.ptr())) {
     throw py::type_error("pytype must be a type");
   }
+  // By MRO, as CPython lays instances out: no __subclasscheck__ is asked.
+  pytype_is_tensor_ = THPVariableClass != nullptr &&
+      PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(pytype_.ptr()), reinterpret_cast<PyTypeObject*>(THPVariableClass));
   if (!PyUnicode_Check(tensor_name.ptr())) {
     throw py::type_error("tensor_name must be a str");
   }
@@ -128,17 +139,16 @@ TENSOR_MATCH::TENSOR_MATCH(
 }
 
 bool TENSOR_MATCH::check(PyObject* value) {
-  if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != pytype_.ptr() || !THPVariable_Check(value)) {
+  TensorLocalState fresh;
+  return matches(value, TensorLocalState::current(fresh));
+}
+
+bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const {
+  if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != pytype_.ptr() || (!pytype_is_tensor_ && !THPVariable_Check(value))) {
     return false;
   }
   const at::Tensor& t = THPVariable_Unpack(value);
-  const TensorLocalState* state = tls_current_state;
-  TensorLocalState fresh;
-  if (state == nullptr) {
-    fresh = TensorLocalState::capture();
-    state = &fresh;
-  }
-  if (apply(*state, t.key_set()).raw_repr() != dispatch_keys_ ||
+  if (apply(state, t.key_set()).raw_repr() != dispatch_keys_ ||
       static_cast<int8_t>(t.scalar_type()) != dtype_ || t.device().index() != device_index_ ||
       t.requires_grad() != requires_grad_ || t.dim() != dim_) {
     return false;

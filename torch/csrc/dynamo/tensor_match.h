@@ -19,6 +19,9 @@ struct TensorLocalState {
   uint64_t excluded = 0;
   bool mask_python_keys = true;
   static TensorLocalState capture();
+  // The state of the root evaluation in progress, else a fresh capture
+  // written to `fresh` (borrowed; valid while `fresh` and that evaluation are).
+  static const TensorLocalState& current(TensorLocalState& fresh);
 };
 
 // Sets the state every TENSOR_MATCH in the current evaluation reads, and
@@ -49,6 +52,9 @@ class TENSOR_MATCH final : public LeafGuard {
       py::object pytype,
       py::object dispatch_keys);
   bool check(PyObject* value) override;
+  // check() with the evaluation's dispatch state already in hand: a memo
+  // reads it once for all its tensors.
+  bool matches(PyObject* value, const TensorLocalState& state) const;
   void explain_failure(PyObject* value, CheckContext& ctx) override;
   const char* kind() const override { return "TENSOR_MATCH"; }
   void record(MemoRecorder& recorder, PyObject* value) override;
@@ -63,6 +69,7 @@ class TENSOR_MATCH final : public LeafGuard {
 
   // What every check reads, together at the front of the object.
   py::object pytype_;       // strong: the exact Python type of the tensor
+  bool pytype_is_tensor_;   // a subclass of torch.Tensor: a value of that type needs no other check to unpack
   uint64_t dispatch_keys_;  // after TensorLocalState::apply at build time
   int64_t dim_;
   int16_t device_index_;
