@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import re
+import types
 import weakref
 from pathlib import Path
 
@@ -785,6 +786,43 @@ class SubtreeMemoTests(TestCase):
         outer._buffers["lin"] = torch.zeros(1)  # read before _modules by nn.Module.__getattr__
         self.assertFalse(root.check({"m": outer}), "a module dict in a run")
 
+    def test_memo_module_instance_dict_replaced(self):
+        # A module's type, version tag and __dict__ slot are one step of the
+        # log: a new __dict__ (equal contents) re-records, and the new log
+        # reads the new dict, not the old one.
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, _ = self.hooked_tree(outer)
+        old = outer.lin.__dict__
+        object.__setattr__(outer.lin, "__dict__", {**old, "_forward_hooks": collections.OrderedDict()})
+        self.assertTrue(root.check({"m": outer}))
+        old["_forward_hooks"][0] = print
+        self.assertTrue(root.check({"m": outer}), "the replaced __dict__ no longer matters")
+        outer.lin._forward_hooks[0] = print
+        self.assertFalse(root.check({"m": outer}))
+
+    def test_memo_module_instance_dict_replaced_by_one_with_a_hook(self):
+        # Every dict the old log reads is unchanged: only the __dict__ slot
+        # check can see the replacement.
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, _ = self.hooked_tree(outer)
+        hooked = {**outer.lin.__dict__, "_forward_hooks": collections.OrderedDict({0: print})}
+        object.__setattr__(outer.lin, "__dict__", hooked)
+        self.assertFalse(root.check({"m": outer}))
+
+    def test_memo_module_class_swapped(self):
+        class Other(torch.nn.Linear):
+            pass
+
+        outer = torch.nn.Module()
+        outer.lin = torch.nn.Linear(2, 2)
+        root, _ = self.hooked_tree(outer)
+        outer.lin.__class__ = Other
+        self.assertFalse(root.check({"m": outer}))
+        outer.lin.__class__ = torch.nn.Linear
+        self.assertTrue(root.check({"m": outer}))
+
     def test_memo_class_property_shadows_hook_dict(self):
         # The module's type is checked (TYPE_MATCH) before its class-level
         # lookups are pinned (the version tag): the log merges both into one
@@ -835,6 +873,51 @@ class SubtreeMemoTests(TestCase):
         self.assertFalse(root.check({"m": outer}))
         del Plain.scale
         self.assertTrue(root.check({"m": outer}))
+
+    def typed_value_tree(self, holder: Holder, name: str) -> guards.RootGuardManager:
+        root = guards.RootGuardManager()
+        h = root.framelocals_manager(("h", 0), "L['h']", holder, PLAIN)
+        h.add_type_match_guard(id_type(holder), ["type(L['h'])"], None)
+        d = h.get_generic_dict_manager("L['h'].__dict__", holder.__dict__, PLAIN)
+        value = holder.__dict__[name]
+        v = d.dict_getitem_manager(name, f"L['h'].{name}", value, PLAIN)
+        v.add_type_match_guard(id_type(value), [f"type(L['h'].{name})"], None)
+        v.add_length_check_guard(len(value), [f"len(L['h'].{name})"], None)
+        root.finalize()
+        self.assertTrue(root.check({"h": holder}))
+        self.assertTrue(root.check({"h": holder}))
+        self.assertIsNotNone(h.memo_log_size())
+        return root
+
+    def test_memo_dict_replaced_by_dict_subclass(self):
+        # type(value) is a builtin, immutable type: the log keeps no type step
+        # for it, and the replacement is seen through the holder's __dict__.
+        holder = Holder(table={"a": 1})
+        root = self.typed_value_tree(holder, "table")
+        holder.table = collections.OrderedDict(holder.table)
+        self.assertFalse(root.check({"h": holder}))
+
+    def test_memo_module_object_class_swapped(self):
+        # ModuleType is immutable, but CPython lets a module object's
+        # __class__ become a ModuleType subclass: that type check stays.
+        class Traced(types.ModuleType):
+            def __len__(self):
+                return 0
+
+        module = types.ModuleType("guarded")
+        holder = Holder(mod=module)
+        root = guards.RootGuardManager()
+        h = root.framelocals_manager(("h", 0), "L['h']", holder, PLAIN)
+        h.add_type_match_guard(id_type(holder), ["type(L['h'])"], None)
+        d = h.get_generic_dict_manager("L['h'].__dict__", holder.__dict__, PLAIN)
+        m = d.dict_getitem_manager("mod", "L['h'].mod", module, PLAIN)
+        m.add_type_match_guard(id_type(module), ["type(L['h'].mod)"], None)
+        root.finalize()
+        self.assertTrue(root.check({"h": holder}))
+        self.assertTrue(root.check({"h": holder}))
+        self.assertIsNotNone(h.memo_log_size())
+        module.__class__ = Traced
+        self.assertFalse(root.check({"h": holder}))
 
     def test_memo_python_guard_runs_on_every_call(self):
         obj = self.fresh()

@@ -7,6 +7,7 @@
 #include "torch/csrc/dynamo/leaf_guard.h"
 #include "torch/csrc/dynamo/tensor_match.h"
 
+
 namespace dynamo_guards {
 
 uint64_t dict_version(PyObject* dict) {
@@ -33,6 +34,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "Walk";
     case MemoStep::Kind::DictRun:
       return "DictRun";
+    case MemoStep::Kind::TaggedObjectDict:
+      return "TaggedObjectDict";
   }
   return "?";
 }
@@ -55,7 +58,22 @@ void MemoRecorder::object_dict(PyObject* obj) {
     abort();  // no __dict__ slot to pin
     return;
   }
-  push({MemoStep::Kind::ObjectDict, slot, d, d != nullptr ? dict_version(d) : 0});
+  ptrdiff_t offset = reinterpret_cast<char*>(slot) - reinterpret_cast<char*>(obj);
+  if (!steps_.empty() && steps_.back().kind == MemoStep::Kind::TypeTag && steps_.back().a == obj &&
+      offset >= INT16_MIN && offset <= INT16_MAX) {
+    // The step just logged pins this object's type: one step checks both,
+    // and the dict's version joins the dict checks that follow.
+    MemoStep& fused = steps_.back();
+    fused.tag = static_cast<uint32_t>(fused.c);
+    fused.kind = MemoStep::Kind::TaggedObjectDict;
+    fused.slot_offset = static_cast<int16_t>(offset);
+    fused.c = reinterpret_cast<uintptr_t>(d);
+    if (d != nullptr) {
+      push({MemoStep::Kind::Dict, d, nullptr, dict_version(d)});
+    }
+  } else {
+    push({MemoStep::Kind::ObjectDict, slot, d, d != nullptr ? dict_version(d) : 0});
+  }
   if (d != nullptr) {
     dicts_.insert(d);  // validated by this step
     anchor(d);
@@ -84,6 +102,13 @@ void MemoRecorder::type(PyObject* obj) {
     return;
   }
   PyTypeObject* t = Py_TYPE(obj);
+  if (obj != memo_value_ && PyType_HasFeature(t, Py_TPFLAGS_IMMUTABLETYPE) && !PyType_IsSubtype(t, &PyModule_Type)) {
+    // Needs no step: a reachable object other than the memo's value is the
+    // very object recorded (validated dicts hold it), and CPython refuses
+    // __class__ assignment from an immutable type (dict, int, str, tuple,
+    // bool...) except between module types.
+    return;
+  }
   auto tagged = type_tags_.find(obj);
   auto typed = types_.find(obj);
   if ((tagged != type_tags_.end() && tagged->second == t) || (typed != types_.end() && typed->second.first == t)) {
@@ -238,6 +263,18 @@ bool SubtreeMemo::validate(PyObject* value) const {
           return false;
         }
         break;
+      case MemoStep::Kind::TaggedObjectDict: {
+        // The type is compared first: an equal type means the recorded
+        // layout, so the slot is at the recorded offset.
+        PyObject* obj = static_cast<PyObject*>(s.a);
+        PyTypeObject* t = Py_TYPE(obj);
+        if (t != s.b || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag != s.tag ||
+            *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + s.slot_offset) !=
+                reinterpret_cast<PyObject*>(s.c)) {
+          return false;
+        }
+        break;
+      }
       case MemoStep::Kind::DictRun: {
         const DictCheck* run = dict_checks_.data() + s.c;
         const DictCheck* end = run + reinterpret_cast<uintptr_t>(s.b);
@@ -257,7 +294,7 @@ bool SubtreeMemo::validate(PyObject* value) const {
   return true;
 }
 
-void SubtreeMemo::compact_dict_runs(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks) {
+void SubtreeMemo::compact(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks) {
   std::vector<MemoStep> out;
   out.reserve(steps.size());
   size_t i = 0;
@@ -271,7 +308,7 @@ void SubtreeMemo::compact_dict_runs(std::vector<MemoStep>& steps, std::vector<Di
       ++i;
       continue;
     }
-    MemoStep run{MemoStep::Kind::DictRun, steps[i].a, reinterpret_cast<void*>(end - i), dict_checks.size()};
+    MemoStep run(MemoStep::Kind::DictRun, steps[i].a, reinterpret_cast<void*>(end - i), dict_checks.size());
     for (; i < end; ++i) {
       dict_checks.push_back({static_cast<PyObject*>(steps[i].a), steps[i].c});
     }
@@ -318,7 +355,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   aborts_ = 0;
   steps_ = recorder.take_steps();
   dict_checks_.clear();
-  compact_dict_runs(steps_, dict_checks_);
+  compact(steps_, dict_checks_);
   value_ = value;
   valid_ = true;
   return true;

@@ -49,8 +49,17 @@ struct MemoStep {
     Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it, c: its TensorImpl's address (prefetched only)
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
     DictRun,     // consecutive Dict steps: a: the first dict, b: how many, c: index of the first DictCheck
+    // A TypeTag step and the ObjectDict step of the same object, fused: a:
+    // the object, b: its type, tag: the type's version tag, slot_offset:
+    // where its __dict__ slot is, c: the dict in that slot (maybe null;
+    // its version is the next step, a Dict).
+    TaggedObjectDict,
   };
+  MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
+
   Kind kind;
+  int16_t slot_offset = 0;  // TaggedObjectDict only
+  uint32_t tag = 0;         // TaggedObjectDict only
   void* a;
   void* b;
   uint64_t c;
@@ -141,10 +150,15 @@ class SubtreeMemo {
   size_t num_steps() const { return steps_.size(); }
   bool has_log() const { return valid_; }
   // Calls f(kind, object) for every step of the log in order, with each
-  // DictRun as the Dict steps it stands for (introspection and benchmarks).
+  // fused step as the steps it stands for (introspection and benchmarks).
   template <typename F>
   void for_each_step(F f) const {
     for (const MemoStep& step : steps_) {
+      if (step.kind == MemoStep::Kind::TaggedObjectDict) {
+        f(MemoStep::Kind::TypeTag, step.a);
+        f(MemoStep::Kind::ObjectDict, static_cast<void*>(static_cast<char*>(step.a) + step.slot_offset));
+        continue;
+      }
       if (step.kind != MemoStep::Kind::DictRun) {
         f(step.kind, step.a);
         continue;
@@ -159,7 +173,7 @@ class SubtreeMemo {
   // Replaces each run of consecutive Dict steps (two or more) by a DictRun
   // whose checks are appended to `dict_checks`. The same checks in the same
   // order: only the dispatch per step goes.
-  static void compact_dict_runs(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks);
+  static void compact(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks);
 
  private:
   bool validate(PyObject* value) const;
