@@ -725,7 +725,11 @@ class SubtreeMemoTests(TestCase):
         obj.shift = 0
         self.assertIs(root.check({"h": holder}), False)
 
-    def hooked_tree(self, outer: torch.nn.Module) -> tuple[guards.RootGuardManager, object]:
+    def hooked_tree(self, lin: torch.nn.Module | None = None) -> tuple[torch.nn.Module, guards.RootGuardManager, object]:
+        """A module holding ``lin`` (a Linear by default), with its hook dicts
+        guarded empty; checked until its log is recorded."""
+        outer = torch.nn.Module()
+        outer.lin = lin if lin is not None else torch.nn.Linear(2, 2)
         root = guards.RootGuardManager()
         m = root.framelocals_manager(("m", 0), "L['m']", outer, PLAIN)
         m.add_type_match_guard(id_type(outer), ["type(L['m'])"], None)
@@ -738,29 +742,23 @@ class SubtreeMemoTests(TestCase):
         self.assertTrue(root.check({"m": outer}))
         self.assertTrue(root.check({"m": outer}))
         self.assertIsNotNone(m.memo_log_size(), "the hook guards are memoized")
-        return root, m
+        return outer, root, m
 
     def test_memo_hook_registered_on_submodule(self):
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree()
         handle = outer.lin.register_forward_pre_hook(lambda mod, args: args)
         self.assertFalse(root.check({"m": outer}))
         handle.remove()
         self.assertTrue(root.check({"m": outer}))
 
     def test_memo_hook_dict_written_directly(self):
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree()
         outer.lin._forward_hooks[7] = lambda mod, args, out: out
         self.assertFalse(root.check({"m": outer}))
         self.assertFalse(root.check_verbose({"m": outer}).result)
 
     def test_memo_hook_dict_replaced_by_another_empty_dict(self):
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree()
         old = outer.lin._forward_hooks
         outer.lin.__dict__["_forward_hooks"] = collections.OrderedDict()
         self.assertTrue(root.check({"m": outer}))
@@ -772,9 +770,7 @@ class SubtreeMemoTests(TestCase):
     def test_memo_each_dict_of_a_run_is_checked(self):
         # The hook dicts of a module are consecutive dict checks in the log,
         # validated as one run: a change to any one of them must fail.
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, m = self.hooked_tree(outer)
+        outer, root, m = self.hooked_tree()
         kinds = m.memo_log_kinds()
         self.assertLess(m.memo_log_size(), sum(kinds.values()), f"no run was formed: {kinds}")
         for name in ("_forward_hooks", "_forward_pre_hooks"):
@@ -790,9 +786,7 @@ class SubtreeMemoTests(TestCase):
         # A module's type, version tag and __dict__ slot are one step of the
         # log: a new __dict__ (equal contents) re-records, and the new log
         # reads the new dict, not the old one.
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree()
         old = outer.lin.__dict__
         object.__setattr__(outer.lin, "__dict__", {**old, "_forward_hooks": collections.OrderedDict()})
         self.assertTrue(root.check({"m": outer}))
@@ -804,9 +798,7 @@ class SubtreeMemoTests(TestCase):
     def test_memo_module_instance_dict_replaced_by_one_with_a_hook(self):
         # Every dict the old log reads is unchanged: only the __dict__ slot
         # check can see the replacement.
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree()
         hooked = {**outer.lin.__dict__, "_forward_hooks": collections.OrderedDict({0: print})}
         object.__setattr__(outer.lin, "__dict__", hooked)
         self.assertFalse(root.check({"m": outer}))
@@ -815,9 +807,7 @@ class SubtreeMemoTests(TestCase):
         class Other(torch.nn.Linear):
             pass
 
-        outer = torch.nn.Module()
-        outer.lin = torch.nn.Linear(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree()
         outer.lin.__class__ = Other
         self.assertFalse(root.check({"m": outer}))
         outer.lin.__class__ = torch.nn.Linear
@@ -830,9 +820,7 @@ class SubtreeMemoTests(TestCase):
         class Hooked(torch.nn.Linear):
             pass
 
-        outer = torch.nn.Module()
-        outer.lin = Hooked(2, 2)
-        root, _ = self.hooked_tree(outer)
+        outer, root, _ = self.hooked_tree(Hooked(2, 2))
         Hooked._forward_hooks = property(lambda self: {0: print})
         self.assertFalse(root.check({"m": outer}))
         del Hooked._forward_hooks
