@@ -212,12 +212,20 @@ bool SubtreeMemo::validate(PyObject* value) const {
       if (ahead.kind == MemoStep::Kind::Tensor) {
         // The tensor's metadata (keys, dtype, sizes, strides) sits in its
         // TensorImpl, one more dependent load away; its recorded address is
-        // almost always still the right one.
+        // almost always still the right one. The guard holds what it is
+        // compared with.
         const char* impl = reinterpret_cast<const char*>(ahead.c);
         __builtin_prefetch(impl);
         __builtin_prefetch(impl + 64);
         __builtin_prefetch(impl + 128);
+        __builtin_prefetch(ahead.b);
       }
+    }
+    if (i + kPrefetchDistance / 2 < n && steps[i + kPrefetchDistance / 2].kind == MemoStep::Kind::Tensor) {
+      // Halfway there, the guard (prefetched above) says where the tensor's
+      // autograd metadata was: the requires_grad check's own load. The
+      // guard is owned by the tree, which outlives the log.
+      __builtin_prefetch(static_cast<const TENSOR_MATCH*>(steps[i + kPrefetchDistance / 2].b)->autograd_meta_hint());
     }
     const MemoStep& s = steps[i];
     switch (s.kind) {

@@ -185,7 +185,9 @@ bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const
 void TENSOR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
   // check() passed, so `value` is a tensor: its TensorImpl's address is
   // logged for prefetching only.
-  recorder.tensor(this, value, THPVariable_Unpack(value).unsafeGetTensorImpl());
+  c10::TensorImpl* impl = THPVariable_Unpack(value).unsafeGetTensorImpl();
+  autograd_meta_hint_ = impl->autograd_meta();
+  recorder.tensor(this, value, impl);
 }
 
 std::string TENSOR_MATCH::mismatch(PyObject* value) const {

@@ -58,6 +58,10 @@ class TENSOR_MATCH final : public LeafGuard {
   void explain_failure(PyObject* value, CheckContext& ctx) override;
   const char* kind() const override { return "TENSOR_MATCH"; }
   void record(MemoRecorder& recorder, PyObject* value) override;
+  // Where the tensor's autograd metadata (read by the requires_grad check)
+  // was when the memo last recorded this guard: a prefetch hint, never
+  // dereferenced (the tensor may have died or changed since).
+  const void* autograd_meta_hint() const { return autograd_meta_hint_; }
 
   // Tensors of up to this rank with all sizes and strides static keep them
   // inside the guard object: one check reads no other allocation of ours.
@@ -83,6 +87,7 @@ class TENSOR_MATCH final : public LeafGuard {
   std::vector<std::optional<int64_t>> sizes_;    // nullopt: dynamic
   std::vector<std::optional<int64_t>> strides_;  // nullopt: dynamic
   std::string tensor_name_;
+  const void* autograd_meta_hint_ = nullptr;
 };
 
 }  // namespace dynamo_guards
