@@ -77,15 +77,7 @@ def _create_guard(guard: Any, builder: Any) -> Any:
 # (os.path.commonpath) is a visible share of the build. It is a function of
 # its two strings alone, so the engine remembers its answers while building.
 _stock_shorten_filename = torch.utils._traceback.shorten_filename
-
-
-@functools.lru_cache(maxsize=1024)
-def _shortened(filename: str, base: str | None) -> str:
-    return _stock_shorten_filename(filename, base=base)
-
-
-def _shorten_filename(filename: str, *, base: str | None = None) -> str:
-    return _shortened(filename, base)
+_shorten_filename = functools.lru_cache(maxsize=1024)(_stock_shorten_filename)
 
 
 # Dynamo config while the engine builds a frame's guards:

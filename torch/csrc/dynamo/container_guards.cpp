@@ -73,23 +73,9 @@ bool NO_HASATTR::check(PyObject* value) {
 }
 
 void NO_HASATTR::record(MemoRecorder& recorder, PyObject* value) {
-  switch (plan_.get(Py_TYPE(value), attr_name_.ptr()).path) {
-    case AttrPath::InstanceDictOnly:
-      recorder.type_tag(value);
-      recorder.object_dict(value);
-      return;
-    case AttrPath::ModuleDicts:
-      if (module_dicts_are_exact(value)) {
-        recorder.type_tag(value);
-        recorder.module_dicts(value);
-        return;
-      }
-      break;
-    case AttrPath::InstanceDictThenClass:
-    case AttrPath::GetAttr:
-      break;
+  if (!recorder.instance_lookup(value, plan_.get(Py_TYPE(value), attr_name_.ptr()).path)) {
+    recorder.leaf(this, value);
   }
-  recorder.leaf(this, value);
 }
 
 MAPPING_KEYS_MATCH::MAPPING_KEYS_MATCH(py::object value, py::object parts, py::object stack)

@@ -59,10 +59,10 @@ class NO_HASATTR : public LeafGuard {
   NO_HASATTR(py::object attr_name, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "NO_HASATTR"; }
-  // Soundness of the memo: under an InstanceDictOnly or ModuleDicts plan
-  // the answer is decided by the class (its version tag pins the plan) and
-  // the instance __dict__ (plus _parameters, _buffers and _modules), whose
-  // versions pin their contents. Any other plan runs getattr: re-run.
+  // Soundness of the memo: unless the plan is getattr, the answer is
+  // decided by the class (its version tag pins the plan) and the instance
+  // __dict__ (plus _parameters, _buffers and _modules), whose versions pin
+  // their contents (MemoRecorder::instance_lookup). Otherwise: re-run.
   void record(MemoRecorder& recorder, PyObject* value) override;
 
  private:

@@ -56,27 +56,11 @@ bool NNModuleAttrGuardAccessor::record(MemoRecorder& recorder, PyObject* parent,
   PyObject* d = instance_dict(parent);
   bool from_instance_dict = d != nullptr && PyDict_Check(d) && PyDict_GetItemWithError(d, key_.ptr()) == child;
   PyErr_Clear();
-  switch (plan.path) {
-    case AttrPath::InstanceDictOnly:
-      recorder.type_tag(parent);
-      recorder.object_dict(parent);
-      break;
-    case AttrPath::ModuleDicts:
-      if (!module_dicts_are_exact(parent)) {
-        return false;  // read through a dict subclass's own lookup: walk it
-      }
-      recorder.type_tag(parent);
-      recorder.module_dicts(parent);
-      break;
-    case AttrPath::InstanceDictThenClass:
-      if (!from_instance_dict) {
-        return false;
-      }
-      recorder.type_tag(parent);
-      recorder.object_dict(parent);
-      break;
-    case AttrPath::GetAttr:
-      return false;
+  if (plan.path == AttrPath::InstanceDictThenClass && !from_instance_dict) {
+    return false;  // a class attribute through its __get__: a fresh object per read
+  }
+  if (!recorder.instance_lookup(parent, plan.path)) {
+    return false;  // walk it
   }
   recorder.anchor(child);
   return true;

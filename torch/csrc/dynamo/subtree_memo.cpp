@@ -7,7 +7,6 @@
 #include "torch/csrc/dynamo/leaf_guard.h"
 #include "torch/csrc/dynamo/tensor_match.h"
 
-
 namespace dynamo_guards {
 
 uint64_t dict_version(PyObject* dict) {
@@ -161,6 +160,26 @@ void MemoRecorder::module_dicts(PyObject* module) {
       dict(sub);
     }
   }
+}
+
+bool MemoRecorder::instance_lookup(PyObject* obj, AttrPath path) {
+  switch (path) {
+    case AttrPath::InstanceDictOnly:
+    case AttrPath::InstanceDictThenClass:
+      type_tag(obj);
+      object_dict(obj);
+      return true;
+    case AttrPath::ModuleDicts:
+      if (!module_dicts_are_exact(obj)) {
+        return false;
+      }
+      type_tag(obj);
+      module_dicts(obj);
+      return true;
+    case AttrPath::GetAttr:
+      return false;
+  }
+  return false;
 }
 
 void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {

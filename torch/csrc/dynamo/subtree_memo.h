@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "torch/csrc/dynamo/attribute_resolution.h"
+
 namespace dynamo_guards {
 
 class GuardAccessor;
@@ -106,6 +108,11 @@ class MemoRecorder {
   void type_tag(PyObject* obj);
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
+  // What a lookup along `path` on `obj` reads besides the class: the class
+  // tag (which pins the plan) and the instance __dict__, plus the module
+  // dicts for ModuleDicts. False, with nothing logged, when the path reads
+  // what no version pins (getattr, a dict subclass's own lookup).
+  bool instance_lookup(PyObject* obj, AttrPath path);
   void leaf(LeafGuard* guard, PyObject* value);
   void tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl);
   void abort() { aborted_ = true; }
@@ -170,12 +177,12 @@ class SubtreeMemo {
     }
   }
 
+
+ private:
   // Replaces each run of consecutive Dict steps (two or more) by a DictRun
   // whose checks are appended to `dict_checks`. The same checks in the same
   // order: only the dispatch per step goes.
   static void compact(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks);
-
- private:
   bool validate(PyObject* value) const;
 
   bool valid_ = false;
