@@ -8,10 +8,20 @@ STAMP := $(VENV)/.dynamo_guards_installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: bench test sanitize setup
+.PHONY: bench bench-timm test sanitize setup
 
 bench: $(STAMP)
 	$(PY) benchmarks/dynamo/guard_overhead.py --plot benchmarks/dynamo/results/guard_overhead.png --json benchmarks/dynamo/results/guard_overhead.json
+
+# timm's resnet50 and vit_base_patch16_224. timm imports torchvision, whose
+# only builds for torch 2.13 on the registries are CUDA builds; installed
+# into .venv, torchvision would break transformers' import there too. So both
+# go into a folder of their own, on the path of this run only; the benchmark
+# says how it imports them beside the CPU wheel.
+TIMM_SITE := build/timm-site
+bench-timm: $(STAMP)
+	test -d $(TIMM_SITE)/timm || $(PY) -m pip install --quiet --no-deps --target $(TIMM_SITE) torchvision==0.28.0 timm
+	PYTHONPATH=$(TIMM_SITE) $(PY) benchmarks/dynamo/guard_overhead.py --models timm_resnet50,timm_vit --plot benchmarks/dynamo/results/guard_overhead_timm.png --json benchmarks/dynamo/results/guard_overhead_timm.json
 
 test: $(STAMP)
 	$(PY) -m pytest test/dynamo -q -p no:cacheprovider

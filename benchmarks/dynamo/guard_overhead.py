@@ -83,8 +83,10 @@ import dataclasses
 import functools
 import gc
 import importlib
+import importlib.util
 import json
 import logging
+import pathlib
 import platform
 import statistics
 import sys
@@ -136,15 +138,54 @@ def _transformers_model(model_class: str, config_class: str, **config: Any) -> C
     return build
 
 
-def _timm_model(name: str) -> Callable[[], nn.Module]:
+# Schemas of the torchvision ops that torchvision's import registers fake
+# kernels for whether or not its C++ library loaded.
+_TORCHVISION_OPS_FAKED_AT_IMPORT: dict[str, str] = {
+    "nms": "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+    "qnms": "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+}
+
+
+@functools.cache
+def _declare_torchvision_ops_if_unloadable() -> None:
+    """Lets torchvision import when its C++ ops library cannot load.
+
+    The registries' torchvision 0.28 (the release for torch 2.13) is a CUDA
+    build: its ``_C`` library does not load against the CPU torch wheel, and
+    torchvision's import then fails while registering fake kernels for
+    ``nms`` and ``qnms``, which that library would have defined. timm (and
+    transformers, where torchvision is installed) import torchvision for
+    Python helpers only, and the models benchmarked here call none of its
+    ops. So, when the library does not load, this declares those two
+    schemas, without kernels (a call raises), before either imports
+    torchvision. Where the library loads, it defines them itself and this
+    does nothing.
+    """
+    if "torchvision" in sys.modules:
+        return
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    try:
+        for library in pathlib.Path(spec.submodule_search_locations[0]).glob("_C*.so"):
+            torch.ops.load_library(str(library))
+        return
+    except OSError:
+        pass
+    for name, schema in _TORCHVISION_OPS_FAKED_AT_IMPORT.items():
+        torch.library.define(f"torchvision::{name}", schema)
+
+
+def _timm_model(name: str, **kwargs: Any) -> Callable[[], nn.Module]:
     def build() -> nn.Module:
         timm = _import_or_unavailable("timm")
-        return timm.create_model(name, pretrained=False)
+        return timm.create_model(name, pretrained=False, **kwargs)
 
     return build
 
 
 def _import_or_unavailable(module: str) -> Any:
+    _declare_torchvision_ops_if_unloadable()  # timm and transformers import it when present
     try:
         return importlib.import_module(module)
     except ImportError as e:
@@ -210,12 +251,13 @@ MODELS: dict[str, ModelSpec] = {
         # 32x32 images (4 patches): the guard tree is that of the default ViT,
         # the forward pass is short enough for the e2e difference to show.
         ModelSpec("vit", _transformers_model("ViTModel", "ViTConfig", image_size=32), hf_image_inputs),
-        # timm imports torchvision, and the registries offer only CUDA builds
-        # of torchvision 0.28 (the release for torch 2.13), which fail to load
-        # against the CPU torch wheel; `make` therefore does not install timm
-        # and these two report themselves unavailable unless it is.
-        ModelSpec("timm_resnet50", _timm_model("resnet50"), image_inputs(224)),
-        ModelSpec("timm_vit", _timm_model("vit_base_patch16_224"), image_inputs(224)),
+        # `make bench-timm` installs timm and torchvision (which timm imports)
+        # and runs these two; `make setup` installs neither, so elsewhere they
+        # report themselves unavailable.
+        # Small images for the same reason as "vit": the guard trees are
+        # those of 224x224 inputs, but for the input's sizes.
+        ModelSpec("timm_resnet50", _timm_model("resnet50"), image_inputs(64)),
+        ModelSpec("timm_vit", _timm_model("vit_base_patch16_224", img_size=32), image_inputs(32)),
     )
 }
 DEFAULT_MODELS: tuple[str, ...] = ("mobilebert", "mlp100")
@@ -472,9 +514,9 @@ def top_memoized_managers(root: Any) -> list[Any]:
 
 def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
     """A lower bound for any sound check of the fork's memoized subtrees: the
-    time to load one word from every object their logs name (no comparison,
-    no tensor metadata, no unmemoized part of the tree). Median over rounds,
-    each right after a passing check."""
+    time to load one word from every object their logs name, and from each
+    tensor's TensorImpl and AutogradMeta (no comparison, no unmemoized part
+    of the tree). Median over rounds, each right after a passing check."""
     samples = []
     for _ in range(rounds):
         total = 0.0

@@ -550,6 +550,17 @@ class SubtreeMemoTests(TestCase):
         self.assertEqual(root.check({"m": obj}), still_passes)
         self.assertEqual(root.check_verbose({"m": obj}).result, still_passes, "fast and verbose checks agree")
 
+    def test_memo_touch_floor_reads_logged_objects_and_tensor_metadata(self):
+        for requires_grad in (False, True):  # without and with an AutogradMeta
+            obj = Holder(flag=True, count=3, t=torch.randn(2, 2, requires_grad=requires_grad))
+            root, m = self.build(obj)
+            self.assertIsNone(m.memo_touch_floor_us(10), "no log before a passing check")
+            self.assertTrue(root.check({"m": obj}))
+            self.assertIsNone(m.memo_touch_floor_us(0))
+            micros, _ = m.memo_touch_floor_us(10)
+            self.assertGreaterEqual(micros, 0.0)
+            self.assertTrue(root.check({"m": obj}), "touching changes nothing")
+
     def test_memo_dict_value_replaced(self):
         self.assert_memo_invalidated(lambda o: setattr(o, "count", 4))
 

@@ -268,14 +268,21 @@ PYBIND11_MODULE(_C, m) {
           [](const GuardManager& self, int iters) -> py::object {
             // For the benchmark's floor: the time to load one word from each
             // object the log names, in log order, and nothing else (no
-            // comparison, no tensor metadata). Any sound check of this
-            // subtree reads at least these objects. Only meaningful right
-            // after a passing check, when every object in the log is alive.
+            // comparison). A tensor adds its TensorImpl and AutogradMeta,
+            // which TENSOR_MATCH reads (one word each: the real check reads
+            // more of both). Any sound check of this subtree reads at least
+            // these objects. Only meaningful right after a passing check,
+            // when every object in the log is alive.
             if (self.memo() == nullptr || !self.memo()->has_log() || iters <= 0) {
               return py::none();
             }
             std::vector<const void*> objects;
-            self.memo()->for_each_step([&](MemoStep::Kind, void* object) { objects.push_back(object); });
+            self.memo()->for_each_step([&](MemoStep::Kind kind, void* object) {
+              objects.push_back(object);
+              if (kind == MemoStep::Kind::Tensor) {
+                TENSOR_MATCH::metadata_objects(static_cast<PyObject*>(object), objects);
+              }
+            });
             uintptr_t sink = 0;
             auto start = std::chrono::steady_clock::now();
             for (int i = 0; i < iters; ++i) {
