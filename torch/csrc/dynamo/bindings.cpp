@@ -268,19 +268,25 @@ PYBIND11_MODULE(_C, m) {
           [](const GuardManager& self, int iters) -> py::object {
             // For the benchmark's floor: the time to load one word from each
             // object the log names, in log order, and nothing else (no
-            // comparison). A tensor adds its TensorImpl and AutogradMeta,
-            // which TENSOR_MATCH reads (one word each: the real check reads
-            // more of both). Any sound check of this subtree reads at least
-            // these objects. Only meaningful right after a passing check,
-            // when every object in the log is alive.
+            // comparison). A tensor adds the TensorImpl and AutogradMeta the
+            // log recorded for it (what validation prefetches), which
+            // TENSOR_MATCH reads: one word each, where the real check reads
+            // more of both. Every address is read, none is followed. Any
+            // sound check of this subtree reads at least these objects.
+            // Only meaningful right after a passing check, when every object
+            // in the log is alive.
             if (self.memo() == nullptr || !self.memo()->has_log() || iters <= 0) {
               return py::none();
             }
             std::vector<const void*> objects;
-            self.memo()->for_each_step([&](MemoStep::Kind kind, void* object) {
+            self.memo()->for_each_step([&](MemoStep::Kind kind, void* object, const MemoStep& step) {
               objects.push_back(object);
-              if (kind == MemoStep::Kind::Tensor) {
-                TENSOR_MATCH::metadata_objects(static_cast<PyObject*>(object), objects);
+              if (kind != MemoStep::Kind::Tensor) {
+                return;
+              }
+              objects.push_back(reinterpret_cast<const void*>(step.c));
+              if (const void* autograd_meta = static_cast<const TENSOR_MATCH*>(step.b)->autograd_meta_hint()) {
+                objects.push_back(autograd_meta);
               }
             });
             uintptr_t sink = 0;
@@ -299,7 +305,7 @@ PYBIND11_MODULE(_C, m) {
         if (self.memo() == nullptr || !self.memo()->has_log()) {
           return counts;
         }
-        self.memo()->for_each_step([&](MemoStep::Kind kind, void*) {
+        self.memo()->for_each_step([&](MemoStep::Kind kind, void*, const MemoStep&) {
           py::str name(memo_step_kind_name(kind));
           counts[name] = py::int_(counts.contains(name) ? counts[name].cast<size_t>() + 1 : 1);
         });

@@ -156,23 +156,24 @@ class SubtreeMemo {
 
   size_t num_steps() const { return steps_.size(); }
   bool has_log() const { return valid_; }
-  // Calls f(kind, object) for every step of the log in order, with each
-  // fused step as the steps it stands for (introspection and benchmarks).
+  // Calls f(kind, object, step) for every step of the log in order, with
+  // each fused step as the steps it stands for (introspection and
+  // benchmarks); `step` is the stored step, fused or not.
   template <typename F>
   void for_each_step(F f) const {
     for (const MemoStep& step : steps_) {
       if (step.kind == MemoStep::Kind::TaggedObjectDict) {
-        f(MemoStep::Kind::TypeTag, step.a);
-        f(MemoStep::Kind::ObjectDict, static_cast<void*>(static_cast<char*>(step.a) + step.slot_offset));
+        f(MemoStep::Kind::TypeTag, step.a, step);
+        f(MemoStep::Kind::ObjectDict, static_cast<void*>(static_cast<char*>(step.a) + step.slot_offset), step);
         continue;
       }
       if (step.kind != MemoStep::Kind::DictRun) {
-        f(step.kind, step.a);
+        f(step.kind, step.a, step);
         continue;
       }
       const DictCheck* run = dict_checks_.data() + step.c;
       for (uintptr_t k = 0; k < reinterpret_cast<uintptr_t>(step.b); ++k) {
-        f(MemoStep::Kind::Dict, static_cast<void*>(run[k].dict));
+        f(MemoStep::Kind::Dict, static_cast<void*>(run[k].dict), step);
       }
     }
   }

@@ -182,14 +182,6 @@ bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const
   return true;
 }
 
-void TENSOR_MATCH::metadata_objects(PyObject* tensor, std::vector<const void*>& out) {
-  const c10::TensorImpl* impl = THPVariable_Unpack(tensor).unsafeGetTensorImpl();
-  out.push_back(impl);
-  if (impl->autograd_meta() != nullptr) {
-    out.push_back(impl->autograd_meta());
-  }
-}
-
 void TENSOR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
   // check() passed, so `value` is a tensor: its TensorImpl's address is
   // logged for prefetching only.

@@ -62,10 +62,6 @@ class TENSOR_MATCH final : public LeafGuard {
   // was when the memo last recorded this guard: a prefetch hint, never
   // dereferenced (the tensor may have died or changed since).
   const void* autograd_meta_hint() const { return autograd_meta_hint_; }
-  // The allocations besides the tensor object that a check reads: its
-  // TensorImpl and, when it has one, its AutogradMeta (borrowed). For the
-  // benchmark's floor; `tensor` must be a live torch.Tensor.
-  static void metadata_objects(PyObject* tensor, std::vector<const void*>& out);
 
   // Tensors of up to this rank with all sizes and strides static keep them
   // inside the guard object: one check reads no other allocation of ours.
