@@ -28,19 +28,24 @@ Read = tuple[Any, str]
 
 def reads_of_one_check(check: Callable[[], bool]) -> list[Read]:
     """(object, name) of each Python attribute hook the check calls itself."""
-    caller = sys._getframe()
+    # Engines are entered from this frame, or from make_check's loop over
+    # several frames' roots.
+    callers = {sys._getframe().f_code, getattr(check, "__code__", None)}
     reads: list[Read] = []
     last_hook = ""
 
     def profile(frame: types.FrameType, event: str, arg: Any) -> None:
         nonlocal last_hook
         code = frame.f_code
-        if event != "call" or frame.f_back is not caller or code.co_name not in ATTRIBUTE_HOOKS:
+        if event != "call" or code.co_name not in ATTRIBUTE_HOOKS or frame.f_back is None:
+            return
+        if frame.f_back.f_code not in callers:
             return
         obj, name = (frame.f_locals[v] for v in code.co_varnames[:2])
         # A __getattr__ right after a failed __getattribute__ of the same
         # read is that read's fallback; getattr() replays both.
-        if not (code.co_name == "__getattr__" and last_hook == "__getattribute__" and reads and reads[-1] == (obj, name)):
+        fallback = code.co_name == "__getattr__" and last_hook == "__getattribute__"
+        if not (fallback and reads and reads[-1][0] is obj and reads[-1][1] == name):
             reads.append((obj, name))
         last_hook = code.co_name
 
