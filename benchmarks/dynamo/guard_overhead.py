@@ -185,8 +185,8 @@ def _timm_model(name: str, **kwargs: Any) -> Callable[[], nn.Module]:
 
 
 def _import_or_unavailable(module: str) -> Any:
-    _declare_torchvision_ops_if_unloadable()  # timm and transformers import it when present
     try:
+        _declare_torchvision_ops_if_unloadable()  # timm and transformers import it when present
         return importlib.import_module(module)
     except ImportError as e:
         raise ModelUnavailable(f"{module} is not installed ({e})") from e
