@@ -1,45 +1,45 @@
-# The two entry points. Both create .venv with the machine's python3 if it is
-# missing, install torch==2.13.0 (the CPU wheel pip finds on disk), the other
-# dependencies and this project (building the C++ engine), then run.
-PYTHON ?= python3
-VENV := .venv
-PY := $(VENV)/bin/python
-STAMP := $(VENV)/.dynamo_guards_installed
+# The two entry points, `make bench` and `make test`, run on every supported
+# CPython the machine has (PYTHONS picks a subset: `make test PYTHONS=3.12`).
+# For each, tools/each_python.sh creates .venv-X.Y with that interpreter if it
+# is missing, installs torch==2.13.0, the other dependencies and this project
+# (building the C++ engine), runs the job, and at the end says which
+# interpreters it ran and which it could not find.
+PYTHONS ?= 3.11 3.12 3.13
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
+RESULTS := benchmarks/dynamo/results
+
 .PHONY: bench bench-timm test sanitize setup
 
-bench: $(STAMP)
-	$(PY) benchmarks/dynamo/guard_overhead.py --plot benchmarks/dynamo/results/guard_overhead.png --json benchmarks/dynamo/results/guard_overhead.json
+# Stock vs fork guard latency on the default models, one table per
+# interpreter, then one chart and one combined table over all of them.
+bench:
+	tools/each_python.sh bench $(PYTHONS)
+	$(firstword $(wildcard $(foreach v,$(PYTHONS),.venv-$(v)/bin/python))) benchmarks/dynamo/report.py \
+	    --plot $(RESULTS)/guard_overhead.png $(foreach v,$(PYTHONS),$(wildcard $(RESULTS)/guard_overhead-$(v).json))
 
-# timm's resnet50 and vit_base_patch16_224. timm imports torchvision, whose
-# only builds for torch 2.13 on the registries are CUDA builds; installed
-# into .venv, torchvision would break transformers' import there too. So both
-# go into a folder of their own, on the path of this run only; the benchmark
-# says how it imports them beside the CPU wheel.
-TIMM_SITE := build/timm-site
-bench-timm: $(STAMP)
-	test -d $(TIMM_SITE)/timm || $(PY) -m pip install --quiet --no-deps --target $(TIMM_SITE) torchvision==0.28.0 timm
-	PYTHONPATH=$(TIMM_SITE) $(PY) benchmarks/dynamo/guard_overhead.py --models timm_resnet50,timm_vit --plot benchmarks/dynamo/results/guard_overhead_timm.png --json benchmarks/dynamo/results/guard_overhead_timm.json
-
-test: $(STAMP)
-	$(PY) -m pytest test/dynamo -q -p no:cacheprovider
+test:
+	tools/each_python.sh test $(PYTHONS)
 
 # The whole suite against an AddressSanitizer + UndefinedBehaviorSanitizer
-# build of _C. It is built into build/asan, never over the in-place _C, and run
-# with the ASan runtime preloaded into the uninstrumented python; the script
-# says why each setting is there. Any sanitizer report fails the run.
-sanitize: $(STAMP)
-	tools/sanitize.sh $(PY)
+# build of _C, per interpreter. It is built into build/asan-<interpreter>,
+# never over the in-place _C, and run with the ASan runtime preloaded into the
+# uninstrumented python; tools/sanitize.sh says why each setting is there.
+# Any sanitizer report fails the run.
+sanitize:
+	tools/each_python.sh sanitize $(PYTHONS)
 
-setup: $(STAMP)
+setup:
+	tools/each_python.sh setup $(PYTHONS)
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-
-$(STAMP): $(PY) pyproject.toml setup.py CMakeLists.txt $(wildcard torch/csrc/dynamo/*)
-	$(PY) -m pip install --quiet torch==2.13.0 "setuptools>=64" wheel cmake ninja pytest expecttest hypothesis transformers matplotlib
-	$(PY) -m pip install --quiet --no-build-isolation -e .
-	touch $(STAMP)
+# timm's resnet50 and vit_base_patch16_224, on CPython 3.11. timm imports
+# torchvision, whose only builds for torch 2.13 on the registries are CUDA
+# builds; installed into the venv, torchvision would break transformers'
+# import there too. So both go into a folder of their own, on the path of
+# this run only; the benchmark says how it imports them beside the CPU wheel.
+TIMM_SITE := build/timm-site
+bench-timm:
+	tools/each_python.sh setup 3.11
+	test -d $(TIMM_SITE)/timm || .venv-3.11/bin/python -m pip install --quiet --no-deps --target $(TIMM_SITE) torchvision==0.28.0 timm
+	PYTHONPATH=$(TIMM_SITE) .venv-3.11/bin/python benchmarks/dynamo/guard_overhead.py --models timm_resnet50,timm_vit --plot $(RESULTS)/guard_overhead_timm.png --json $(RESULTS)/guard_overhead_timm.json

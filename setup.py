@@ -22,10 +22,11 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext: Extension) -> None:
-        import torch.utils
-
         out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
-        build_dir = Path(os.environ.get("DYNAMO_GUARDS_BUILD_DIR", ROOT / "build" / "cmake"))
+        # One CMake tree per interpreter: the venvs of several CPythons build
+        # from the same checkout, each into its own ABI-tagged _C.
+        default_build_dir = ROOT / "build" / f"cmake-{sys.implementation.cache_tag}"
+        build_dir = Path(os.environ.get("DYNAMO_GUARDS_BUILD_DIR", default_build_dir))
         build_type = os.environ.get("DYNAMO_GUARDS_BUILD_TYPE", "Release")
         configure = [
             "cmake",
@@ -33,7 +34,6 @@ class CMakeBuild(build_ext):
             "-B", str(build_dir),
             "-G", "Ninja",
             f"-DCMAKE_BUILD_TYPE={build_type}",
-            f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-DDYNAMO_GUARDS_OUTPUT_DIR={out_dir}",
         ]

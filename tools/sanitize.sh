@@ -4,10 +4,11 @@
 # whole test suite against it. Any sanitizer report ends the run nonzero.
 #
 # Usage: tools/sanitize.sh [PYTHON] [extra pytest arguments...]
+# (`make sanitize PYTHONS=3.12` runs it with that interpreter's venv.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=${1:-.venv/bin/python}
+PY=${1:-.venv-3.11/bin/python}
 shift || true
 # cmake and ninja come from the venv, as they do for `pip install -e .`.
 export PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"
@@ -15,7 +16,8 @@ export PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"
 # The instrumented _C is written into its own package tree, next to symlinks to
 # the Python sources, so the normal in-place torch/_dynamo/_C*.so is never
 # touched and the two builds never share a CMake cache.
-BUILD=$ROOT/build/asan
+# One tree per interpreter: each builds its own ABI-tagged _C.
+BUILD=$ROOT/build/asan-$("$PY" -c 'import sys; print(sys.implementation.cache_tag)')
 PKG=$BUILD/pkg/dynamo_guards
 mkdir -p "$PKG"
 rm -f "$PKG"/*.py                    # drops links to sources since deleted
@@ -24,7 +26,6 @@ ln -s "$ROOT"/torch/_dynamo/*.py "$PKG"/
 # RelWithDebInfo: -O2 keeps the run time bearable, -g gives reports file:line.
 cmake -S "$ROOT" -B "$BUILD/cmake" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_PREFIX_PATH="$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')" \
   -DPython_EXECUTABLE="$("$PY" -c 'import sys; print(sys.executable)')" \
   -DDYNAMO_GUARDS_OUTPUT_DIR="$PKG" \
   -DDYNAMO_GUARDS_SANITIZE=ON >/dev/null

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import os
 import sys
 import weakref
@@ -49,6 +50,14 @@ def live_check_function_managers() -> int:
 
 def collect() -> None:
     torch._dynamo.reset()
+    # CPython 3.12.0-3.12.3 cache inspect.getattr_static's MRO lookups in an
+    # lru_cache keyed by the MRO tuple itself (gh-118013), so up to 128
+    # classes Dynamo inspected stay alive, and with them the guard managers
+    # whose finalizers hang on those classes, under every engine alike.
+    # Later releases key that cache by weak references.
+    leaky_cache = getattr(inspect, "_shadowed_dict_from_mro_tuple", None)
+    if leaky_cache is not None:
+        leaky_cache.cache_clear()
     gc.collect()
 
 

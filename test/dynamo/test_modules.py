@@ -173,6 +173,28 @@ class InstanceAttributeTests(ShadowingTestCase):
     def test_instance_attribute_set(self):
         self.check(Scaled, lambda s: setattr(s.target, "scale", 3.0), recompiles=True)
 
+    def test_instance_attribute_set_under_recursive_dict_tags(self):
+        # Stock torch's recursive dict tags trust the module __dict__'s dict
+        # watcher, which CPython 3.13.0 does not call for attribute writes
+        # through the object (gh-125608): stock keeps the old scale there.
+        # The fork does not read that setting.
+        with torch._dynamo.config.patch(use_recursive_dict_tags_for_guards=True):
+            self.check(
+                Scaled,
+                lambda s: setattr(s.target, "scale", 3.0),
+                recompiles=True,
+                stock_stale=sys.version_info[:3] == (3, 13, 0),
+            )
+
+    def test_training_toggled_deep_under_recursive_dict_tags(self):
+        with torch._dynamo.config.patch(use_recursive_dict_tags_for_guards=True):
+            self.check(
+                ModeDependent,
+                lambda s: s.target.inner[1].train(False),
+                recompiles=True,
+                stock_stale=sys.version_info[:3] == (3, 13, 0),
+            )
+
     def test_instance_attribute_deleted_falls_back_to_class(self):
         self.check(local_instance(Scaled, scale=5.0), lambda s: delattr(s.target, "scale"), recompiles=True)
 

@@ -1,6 +1,7 @@
 #include "torch/csrc/dynamo/accessors.h"
 
 #include "torch/csrc/dynamo/py_ref.h"
+#include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
@@ -128,7 +129,7 @@ PyObject* TypeDictGuardAccessor::access(PyObject* parent) {
   if (!PyType_Check(parent)) {
     return nullptr;
   }
-  return Py_XNewRef(reinterpret_cast<PyTypeObject*>(parent)->tp_dict);
+  return Py_XNewRef(type_dict(reinterpret_cast<PyTypeObject*>(parent)));
 }
 
 TypeMROGuardAccessor::TypeMROGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -146,7 +147,7 @@ PyObject* WeakRefCallGuardAccessor::access(PyObject* parent) {
   if (!PyWeakref_Check(parent)) {
     return nullptr;
   }
-  return Py_NewRef(PyWeakref_GetObject(parent));  // None once the referent died
+  return Py_NewRef(weakref_referent(parent));  // None once the referent died
 }
 
 CallFunctionNoArgsGuardAccessor::CallFunctionNoArgsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -213,7 +214,7 @@ PyObject* GlobalWeakRefGuardAccessor::access(PyObject* parent) {
   if (ref == nullptr || !PyWeakref_Check(ref)) {
     return nullptr;
   }
-  return Py_NewRef(PyWeakref_GetObject(ref));
+  return Py_NewRef(weakref_referent(ref));
 }
 
 PythonLambdaGuardAccessor::PythonLambdaGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)

@@ -3,6 +3,8 @@
 #include <array>
 #include <stdexcept>
 
+#include "torch/csrc/dynamo/python_compat.h"
+
 namespace dynamo_guards {
 
 namespace {
@@ -21,13 +23,13 @@ const ModuleFacts& module_facts() {
     ModuleFacts f;
     f.getattr_name = PyUnicode_InternFromString("__getattr__");
     f.getattribute_name = PyUnicode_InternFromString("__getattribute__");
-    f.object_getattribute = PyDict_GetItemWithError(PyBaseObject_Type.tp_dict, f.getattribute_name);
+    f.object_getattribute = PyDict_GetItemWithError(type_dict(&PyBaseObject_Type), f.getattribute_name);
     PyObject* nn = PyImport_ImportModule("torch.nn");
     PyObject* module_type = nn != nullptr ? PyObject_GetAttrString(nn, "Module") : nullptr;
     if (module_type != nullptr && PyType_Check(module_type)) {
       auto* t = reinterpret_cast<PyTypeObject*>(module_type);
       f.module_getattro = t->tp_getattro;
-      f.module_getattr = PyDict_GetItemWithError(t->tp_dict, f.getattr_name);
+      f.module_getattr = PyDict_GetItemWithError(type_dict(t), f.getattr_name);
       Py_XINCREF(f.module_getattr);
     }
     Py_XDECREF(module_type);
@@ -44,7 +46,8 @@ std::string defining_class(PyTypeObject* type, PyObject* name) {
   if (mro != nullptr && PyTuple_Check(mro)) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
       auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i));
-      if (base->tp_dict != nullptr && PyDict_GetItemWithError(base->tp_dict, name) != nullptr) {
+      PyObject* base_dict = type_dict(base);
+      if (base_dict != nullptr && PyDict_GetItemWithError(base_dict, name) != nullptr) {
         return base->tp_name;
       }
       PyErr_Clear();
@@ -122,7 +125,7 @@ const AttrPlan& CachedAttrPlan::refresh(PyTypeObject* type, PyObject* name) {
   plan_ = plan_attribute(type, name);
   type_ = type;
   // plan_attribute's _PyType_Lookup assigned a version tag when it could.
-  tag_ = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+  tag_ = type_version_tag(type);
   return plan_;
 }
 

@@ -8,10 +8,11 @@
 // can apply is a property of the type alone, so it is computed once per type
 // and cached with the type's version tag.
 //
-// Soundness of the cache: CPython 3.11 clears a type's valid-version-tag flag
-// whenever the type or any of its bases is modified (attribute set or
-// deleted, __bases__ assigned, a slot updated), and hands out a fresh tag,
-// never reused, on the next lookup. A cached plan is used only while the
+// Soundness of the cache: CPython invalidates a type's version tag whenever
+// the type or any of its bases is modified (attribute set or deleted,
+// __bases__ assigned, a slot updated), and hands out a fresh tag, never
+// reused, on the next lookup (type_version_tag in python_compat.h says how
+// each release marks a valid tag). A cached plan is used only while the
 // object's type is the cached type AND that type still carries the cached,
 // valid tag; anything else recomputes the plan. Types whose tag cannot be
 // assigned are planned on every use.
@@ -20,6 +21,8 @@
 #include <Python.h>
 
 #include <string>
+
+#include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
@@ -54,8 +57,7 @@ class CachedAttrPlan {
  public:
   // `type` is borrowed and compared by identity only.
   const AttrPlan& get(PyTypeObject* type, PyObject* name) {
-    if (type == type_ && tag_ != 0 && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) &&
-        type->tp_version_tag == tag_) {
+    if (type == type_ && tag_ != 0 && type_version_tag(type) == tag_) {
       return plan_;
     }
     return refresh(type, name);

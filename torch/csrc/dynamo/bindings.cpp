@@ -11,6 +11,7 @@
 #include "torch/csrc/dynamo/container_guards.h"
 #include "torch/csrc/dynamo/dict_guard_manager.h"
 #include "torch/csrc/dynamo/global_state_guards.h"
+#include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
 #include "torch/csrc/dynamo/nn_module_attr_accessor.h"
 #include "torch/csrc/dynamo/python_guards.h"
@@ -111,6 +112,7 @@ using namespace dynamo_guards;  // NOLINT: the module body below names every eng
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dynamo_guards' C++ guard engine (torch._C._dynamo.guards-compatible API)";
+  probe_inline_values();
 
   py::class_<GuardDebugInfo>(m, "GuardDebugInfo")
       .def_readonly("result", &GuardDebugInfo::result)
@@ -551,6 +553,29 @@ PYBIND11_MODULE(_C, m) {
     counts["managers"] = GuardManager::live_count();
     counts["leaf_guards"] = LeafGuard::live_count();
     return counts;
+  });
+
+  // The dict's version as the engine reads it (python_compat.h): it
+  // changes whenever the dict's contents change.
+  m.def("dict_version", [](py::handle d) {
+    if (!PyDict_Check(d.ptr())) {
+      throw py::type_error(std::string("dict_version needs a dict, got ") + Py_TYPE(d.ptr())->tp_name);
+    }
+    return dict_version(d.ptr());
+  });
+
+  // What the start-up probe found about objects' inline values (see
+  // inline_values.h): the tests assert the policy the interpreter needs.
+  m.def("inline_values_policy", []() {
+    switch (inline_values_policy()) {
+      case InlineValuesPolicy::WritesReported:
+        return "writes reported";
+      case InlineValuesPolicy::DetachBeforePinning:
+        return "detach before pinning";
+      case InlineValuesPolicy::SplitDictsUnpinnable:
+        return "split dicts unpinnable";
+    }
+    return "?";
   });
 
   // The evaluation of every guard kind the builder can add: the source of

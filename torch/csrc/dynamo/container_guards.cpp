@@ -1,7 +1,9 @@
 #include "torch/csrc/dynamo/container_guards.h"
 
 #include "torch/csrc/dynamo/argument_checks.h"
+#include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/py_ref.h"
+#include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
@@ -39,23 +41,19 @@ bool SET_CONTAINS::check(PyObject* value) {
   return (found == 1) == contains_;
 }
 
-static uint64_t dict_version_of(PyObject* dict) {
-  // ma_version_tag is deprecated from 3.12 but present and maintained in 3.11.
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
-  return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
-  _Pragma("GCC diagnostic pop")
-}
-
 DICT_VERSION::DICT_VERSION(py::object value, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {
   if (!PyDict_Check(value.ptr())) {
     throw py::type_error(std::string("DICT_VERSION needs a dict, got ") + Py_TYPE(value.ptr())->tp_name);
   }
-  version_ = dict_version_of(value.ptr());
+  version_ = dict_version(value.ptr());
 }
 
 bool DICT_VERSION::check(PyObject* value) {
-  return PyDict_Check(value) && dict_version_of(value) == version_;
+  // A dict whose writes its version does not count (an object's __dict__
+  // sharing inline values on 3.13.0, inline_values.h) fails: its version
+  // says nothing.
+  return PyDict_Check(value) && dict_writes_reported(value) && dict_version(value) == version_;
 }
 
 NO_HASATTR::NO_HASATTR(py::object attr_name, py::object parts, py::object stack)

@@ -4,6 +4,7 @@
 
 #include "torch/csrc/dynamo/dict_guard_manager.h"
 #include "torch/csrc/dynamo/py_ref.h"
+#include "torch/csrc/dynamo/python_compat.h"
 #include "torch/csrc/dynamo/relational_guards.h"
 #include "torch/csrc/dynamo/root_guard_manager.h"
 
@@ -63,7 +64,7 @@ static py::object weak_type_of(py::handle example_value) {
 }
 
 py::object GuardManager::type_of_guarded_value() const {
-  return py::reinterpret_borrow<py::object>(PyWeakref_GetObject(guarded_type_.ptr()));  // borrowed: None once dead
+  return py::reinterpret_borrow<py::object>(weakref_referent(guarded_type_.ptr()));  // borrowed: None once dead
 }
 
 GuardManager::GuardManager(RootGuardManager* root, std::string source, py::handle example_value)

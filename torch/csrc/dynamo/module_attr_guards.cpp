@@ -1,6 +1,7 @@
 #include "torch/csrc/dynamo/module_attr_guards.h"
 
 #include "torch/csrc/dynamo/argument_checks.h"
+#include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
@@ -46,7 +47,7 @@ PyObject* CLASS_ATTR_MATCH::expected() const {
   if (!expected_is_weakref_) {
     return expected_.ptr();
   }
-  PyObject* target = PyWeakref_GetObject(expected_.ptr());  // borrowed
+  PyObject* target = weakref_referent(expected_.ptr());  // borrowed
   return target == Py_None ? nullptr : target;
 }
 

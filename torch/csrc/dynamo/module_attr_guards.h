@@ -28,13 +28,12 @@ class ClassVerdictCache {
  public:
   template <typename Compute>
   bool get(PyTypeObject* type, Compute compute) {
-    if (type == type_ && tag_ != 0 && PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) &&
-        type->tp_version_tag == tag_) {
+    if (type == type_ && tag_ != 0 && type_version_tag(type) == tag_) {
       return verdict_;
     }
     verdict_ = compute(type);  // _PyType_Lookup inside assigns a tag
     type_ = type;
-    tag_ = PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+    tag_ = type_version_tag(type);
     return verdict_;
   }
 

@@ -4,16 +4,11 @@
 #include "torch/csrc/dynamo/check_context.h"
 #include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/guard_manager.h"
+#include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
 #include "torch/csrc/dynamo/tensor_match.h"
 
 namespace dynamo_guards {
-
-uint64_t dict_version(PyObject* dict) {
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
-  return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
-  _Pragma("GCC diagnostic pop")
-}
 
 const char* memo_step_kind_name(MemoStep::Kind kind) {
   switch (kind) {
@@ -57,6 +52,10 @@ void MemoRecorder::object_dict(PyObject* obj) {
     abort();  // no __dict__ slot to pin
     return;
   }
+  if (d != nullptr && !make_dict_writes_reported(obj, d)) {
+    abort();  // the dict's version would not see every attribute write
+    return;
+  }
   ptrdiff_t offset = reinterpret_cast<char*>(slot) - reinterpret_cast<char*>(obj);
   if (!steps_.empty() && steps_.back().kind == MemoStep::Kind::TypeTag && steps_.back().a == obj &&
       offset >= INT16_MIN && offset <= INT16_MAX) {
@@ -83,8 +82,8 @@ void MemoRecorder::dict(PyObject* d) {
   if (!reachable(d)) {
     return;
   }
-  if (!PyDict_Check(d)) {
-    abort();
+  if (!PyDict_Check(d) || !dict_writes_reported(d)) {
+    abort();  // a version would not pin it (inline_values.h)
     return;
   }
   if (d == memo_value_) {
@@ -126,7 +125,8 @@ void MemoRecorder::type_tag(PyObject* obj) {
   if (tagged != type_tags_.end() && tagged->second == t) {
     return;
   }
-  if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag == 0) {
+  const unsigned int tag = type_version_tag(t);
+  if (tag == 0) {
     abort();  // no tag to pin the class-level decisions to
     return;
   }
@@ -136,10 +136,10 @@ void MemoRecorder::type_tag(PyObject* obj) {
     // The log already checks this object's type: that step checks the tag
     // too (it also compares the type), at the earlier position, where the
     // object is as reachable as here.
-    steps_[typed->second.second] = {MemoStep::Kind::TypeTag, obj, t, t->tp_version_tag};
+    steps_[typed->second.second] = {MemoStep::Kind::TypeTag, obj, t, tag};
     return;
   }
-  push({MemoStep::Kind::TypeTag, obj, t, t->tp_version_tag});
+  push({MemoStep::Kind::TypeTag, obj, t, tag});
 }
 
 void MemoRecorder::module_dicts(PyObject* module) {
@@ -267,7 +267,7 @@ bool SubtreeMemo::validate(PyObject* value) const {
         break;
       case MemoStep::Kind::TypeTag: {
         PyTypeObject* t = Py_TYPE(static_cast<PyObject*>(s.a));
-        if (t != s.b || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag != s.c) {
+        if (t != s.b || type_version_tag(t) != s.c) {
           return false;
         }
         break;
@@ -295,7 +295,7 @@ bool SubtreeMemo::validate(PyObject* value) const {
         // layout, so the slot is at the recorded offset.
         PyObject* obj = static_cast<PyObject*>(s.a);
         PyTypeObject* t = Py_TYPE(obj);
-        if (t != s.b || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG) || t->tp_version_tag != s.tag ||
+        if (t != s.b || type_version_tag(t) != s.tag ||
             *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + s.slot_offset) !=
                 reinterpret_cast<PyObject*>(s.c)) {
           return false;

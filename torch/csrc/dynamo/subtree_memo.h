@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
+#include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
@@ -76,9 +77,6 @@ struct DictCheck {
 
 // The kind's name, for introspection.
 const char* memo_step_kind_name(MemoStep::Kind kind);
-
-// The version tag of a dict (deprecated in 3.12, maintained in 3.11).
-uint64_t dict_version(PyObject* dict);
 
 class MemoRecorder {
  public:

@@ -1,0 +1,101 @@
+// The CPython facts the engine reads that differ between the releases it
+// supports (3.11, 3.12, 3.13), one function per concern. The rest of the
+// engine is written once, against these; a new release changes this file.
+//
+// What differs, and where it is handled:
+// - Dict version tags (PEP 509): maintained by 3.11 to 3.13, deprecated by
+//   PEP 699 in 3.12, gone in 3.14. `dict_version` (here).
+// - Dict and type watchers: 3.12 and later. `watchers.h`.
+// - Objects' __dict__ storage: 3.11 and 3.12 move an object's inline values
+//   into its dict when the dict is first asked for; from 3.13 the dict and
+//   the object share them, and 3.13.0 reports no change made through the
+//   object to the shared values. `inline_values.h`.
+// - The dicts of static builtin types: 3.12 keeps them per interpreter, so
+//   `tp_dict` is NULL for `object`, `int`, ... `type_dict` (here).
+// - Type version tags: 3.13 drops Py_TPFLAGS_VALID_VERSION_TAG.
+//   `type_version_tag` (here).
+// - Weak references: 3.13 adds PyWeakref_GetRef and deprecates
+//   PyWeakref_GetObject. `weakref_referent` (here).
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+namespace dynamo_guards {
+
+// How many low bits of a dict's version tag are flags, not version: from
+// 3.12 the dict's watcher bits (DICT_MAX_WATCHERS, 8), and from 3.13 also 4
+// bits counting watched mutations (DICT_WATCHED_MUTATION_BITS). Fixed per
+// minor release (pycore_dict_state.h).
+#if PY_VERSION_HEX >= 0x030D0000
+constexpr int kDictTagFlagBits = 12;
+#elif PY_VERSION_HEX >= 0x030C0000
+constexpr int kDictTagFlagBits = 8;
+#else
+constexpr int kDictTagFlagBits = 0;
+#endif
+
+// The dict's version: its version tag without the flag bits, so that
+// watching a dict (ours or another extension's watcher) does not change it.
+// Every creation and modification of any dict draws a new tag from one
+// interpreter-wide counter, so an equal version means the very same
+// contents, never a dict that died and was replaced at the same address
+// (but see inline_values.h for what 3.13.0 does not count).
+inline uint64_t dict_version(PyObject* dict) {
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wdeprecated-declarations\"")
+  uint64_t tag = reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
+  _Pragma("GCC diagnostic pop")
+  return tag >> kDictTagFlagBits;
+}
+
+// The type's version tag while it is valid, else 0. CPython invalidates a
+// type's tag whenever the type or one of its bases is modified, and assigns
+// a fresh one, never reused, on the next lookup through the type cache
+// (_PyType_Lookup); so an equal, valid tag means the type is unchanged.
+// 3.11 and 3.12 mark a valid tag with Py_TPFLAGS_VALID_VERSION_TAG; 3.13
+// no longer sets that flag and uses 0 for "no valid tag".
+inline unsigned int type_version_tag(PyTypeObject* type) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return type->tp_version_tag;
+#else
+  return PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+#endif
+}
+
+// A type's own attribute dict (borrowed: it lives as long as the type, and
+// a static builtin type's as long as the interpreter). 3.12 moved the dicts
+// of static builtin types out of tp_dict; PyType_GetDict finds them.
+inline PyObject* type_dict(PyTypeObject* type) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* d = PyType_GetDict(type);  // new
+  Py_XDECREF(d);
+  return d;
+#else
+  return type->tp_dict;
+#endif
+}
+
+// The referent of a weak reference, or Py_None once it died; borrowed, and
+// so only valid until Python code next runs (PyWeakref_GetObject's
+// contract, which 3.13 deprecates in favour of PyWeakref_GetRef).
+inline PyObject* weakref_referent(PyObject* ref) {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyObject* obj = nullptr;
+  if (PyWeakref_GetRef(ref, &obj) < 0) {
+    PyErr_Clear();
+    return Py_None;
+  }
+  if (obj == nullptr) {
+    return Py_None;
+  }
+  // Someone other than this call holds the referent (the weakref would be
+  // dead otherwise), so dropping the reference taken here frees nothing.
+  Py_DECREF(obj);
+  return obj;
+#else
+  return PyWeakref_GetObject(ref);
+#endif
+}
+
+}  // namespace dynamo_guards
