@@ -20,6 +20,7 @@
 #include "torch/csrc/dynamo/root_guard_manager.h"
 #include "torch/csrc/dynamo/tensor_match.h"
 #include "torch/csrc/dynamo/value_guards.h"
+#include "torch/csrc/dynamo/watchers.h"
 
 namespace dynamo_guards {
 namespace {
@@ -113,6 +114,7 @@ using namespace dynamo_guards;  // NOLINT: the module body below names every eng
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dynamo_guards' C++ guard engine (torch._C._dynamo.guards-compatible API)";
   probe_inline_values();
+  register_watchers();
 
   py::class_<GuardDebugInfo>(m, "GuardDebugInfo")
       .def_readonly("result", &GuardDebugInfo::result)
@@ -312,6 +314,20 @@ PYBIND11_MODULE(_C, m) {
           counts[name] = py::int_(counts.contains(name) ? counts[name].cast<size_t>() + 1 : 1);
         });
         return counts;
+      })
+      // What the memo's log pins by watching (watchers.h): the number of
+      // watched dicts and types, and whether an event has voided the log;
+      // None without a log.
+      .def("memo_watches", [](const GuardManager& self) -> py::object {
+        if (self.memo() == nullptr || !self.memo()->has_log()) {
+          return py::none();
+        }
+        const WatchSet& watches = self.memo()->watches();
+        py::dict out;
+        out["dicts"] = watches.num_dicts();
+        out["types"] = watches.num_types();
+        out["changed"] = watches.changed();
+        return out;
       });
 
   // Leaf guards, in torch's argument order: the guard's own arguments, then
@@ -562,6 +578,18 @@ PYBIND11_MODULE(_C, m) {
       throw py::type_error(std::string("dict_version needs a dict, got ") + Py_TYPE(d.ptr())->tp_name);
     }
     return dict_version(d.ptr());
+  });
+
+  // Whether this interpreter gave the engine a dict watcher and a type
+  // watcher (3.12+, when an id was free), and how many dicts and types are
+  // watched for some memo right now.
+  m.def("watchers", []() {
+    py::dict out;
+    out["dict_watcher"] = dict_watchers_available();
+    out["type_watcher"] = type_watchers_available();
+    out["watched_dicts"] = watched_dict_count();
+    out["watched_types"] = watched_type_count();
+    return out;
   });
 
   // What the start-up probe found about objects' inline values (see

@@ -43,6 +43,11 @@ class LeafGuard {
   // identity or version tag say so instead.
   virtual void record(MemoRecorder& recorder, PyObject* value) { recorder.leaf(this, value); }
 
+  // Whether check() may run Python code (a callable, an __eq__, a getattr),
+  // which can change any dict. A memo re-checks what it pins after such a
+  // guard runs.
+  virtual bool may_run_python() const { return true; }
+
   // The one evaluation entry point for managers: fast when ctx is null.
   bool run(PyObject* value, CheckContext* ctx) {
     if (ctx != nullptr) {

@@ -63,6 +63,36 @@ inline unsigned int type_version_tag(PyTypeObject* type) {
 #endif
 }
 
+// The interpreter-wide dict version counter, read by making an empty dict
+// (one allocation from the dict free list): every dict created or changed
+// anywhere (any thread) draws the next version. Readings are counted, since
+// each draws a version itself; `dicts_untouched_since` then tells whether
+// anything but those readings created or changed a dict since `since` (and
+// moves `since` to now). Readings happen with the GIL held.
+struct DictClock {
+  uint64_t version = 0;  // 0: no reading (no dict could be made)
+  uint64_t readings = 0;
+};
+inline uint64_t dict_clock_readings = 0;
+
+inline DictClock read_dict_clock() {
+  PyObject* probe = PyDict_New();  // new
+  if (probe == nullptr) {
+    PyErr_Clear();
+    return {};
+  }
+  DictClock now{dict_version(probe), ++dict_clock_readings};
+  Py_DECREF(probe);
+  return now;
+}
+
+inline bool dicts_untouched_since(DictClock& since) {
+  DictClock now = read_dict_clock();
+  bool quiet = since.version != 0 && now.version != 0 && now.version - since.version == now.readings - since.readings;
+  since = now;
+  return quiet;
+}
+
 // A type's own attribute dict (borrowed: it lives as long as the type, and
 // a static builtin type's as long as the interpreter). 3.12 moved the dicts
 // of static builtin types out of tp_dict; PyType_GetDict finds them.

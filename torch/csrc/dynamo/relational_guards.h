@@ -45,6 +45,7 @@ class RelationalSlot : public LeafGuard {
     return true;
   }
   const char* kind() const override { return state_->kind(); }
+  bool may_run_python() const override { return false; }  // stores a pointer
   const std::shared_ptr<RelationalState>& state() const { return state_; }
 
  private:

@@ -30,6 +30,10 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "DictRun";
     case MemoStep::Kind::TaggedObjectDict:
       return "TaggedObjectDict";
+    case MemoStep::Kind::ObjectDictSlot:
+      return "ObjectDictSlot";
+    case MemoStep::Kind::TypedObjectDict:
+      return "TypedObjectDict";
   }
   return "?";
 }
@@ -57,20 +61,31 @@ void MemoRecorder::object_dict(PyObject* obj) {
     return;
   }
   ptrdiff_t offset = reinterpret_cast<char*>(slot) - reinterpret_cast<char*>(obj);
-  if (!steps_.empty() && steps_.back().kind == MemoStep::Kind::TypeTag && steps_.back().a == obj &&
+  // Read before the watch is set: watch_dict then refuses a dict that
+  // changed in between.
+  const uint64_t version = d != nullptr ? dict_version(d) : 0;
+  const bool dict_watched = d != nullptr && watched(d, version);
+  MemoStep* last = steps_.empty() ? nullptr : &steps_.back();
+  if (last != nullptr && last->a == obj && (last->kind == MemoStep::Kind::TypeTag || last->kind == MemoStep::Kind::Type) &&
       offset >= INT16_MIN && offset <= INT16_MAX) {
     // The step just logged pins this object's type: one step checks both,
-    // and the dict's version joins the dict checks that follow.
-    MemoStep& fused = steps_.back();
-    fused.tag = static_cast<uint32_t>(fused.c);
-    fused.kind = MemoStep::Kind::TaggedObjectDict;
-    fused.slot_offset = static_cast<int16_t>(offset);
-    fused.c = reinterpret_cast<uintptr_t>(d);
-    if (d != nullptr) {
-      push({MemoStep::Kind::Dict, d, nullptr, dict_version(d)});
+    // and the dict's version, unless watched, joins the dict checks that
+    // follow.
+    if (last->kind == MemoStep::Kind::TypeTag) {
+      last->tag = static_cast<uint32_t>(last->c);
+      last->kind = MemoStep::Kind::TaggedObjectDict;
+    } else {
+      last->kind = MemoStep::Kind::TypedObjectDict;
     }
+    last->slot_offset = static_cast<int16_t>(offset);
+    last->c = reinterpret_cast<uintptr_t>(d);
+    if (d != nullptr && !dict_watched) {
+      push({MemoStep::Kind::Dict, d, nullptr, version});
+    }
+  } else if (dict_watched) {
+    push({MemoStep::Kind::ObjectDictSlot, slot, d, 0});
   } else {
-    push({MemoStep::Kind::ObjectDict, slot, d, d != nullptr ? dict_version(d) : 0});
+    push({MemoStep::Kind::ObjectDict, slot, d, version});
   }
   if (d != nullptr) {
     dicts_.insert(d);  // validated by this step
@@ -92,7 +107,10 @@ void MemoRecorder::dict(PyObject* d) {
   if (!dicts_.insert(d).second) {
     return;
   }
-  push({MemoStep::Kind::Dict, d, nullptr, dict_version(d)});
+  const uint64_t version = dict_version(d);
+  if (!watched(d, version)) {
+    push({MemoStep::Kind::Dict, d, nullptr, version});
+  }
 }
 
 void MemoRecorder::type(PyObject* obj) {
@@ -131,15 +149,30 @@ void MemoRecorder::type_tag(PyObject* obj) {
     return;
   }
   type_tags_[obj] = t;
+  const MemoStep step = type_step(obj, t, tag);
   auto typed = types_.find(obj);
   if (typed != types_.end() && typed->second.first == t) {
     // The log already checks this object's type: that step checks the tag
     // too (it also compares the type), at the earlier position, where the
     // object is as reachable as here.
-    steps_[typed->second.second] = {MemoStep::Kind::TypeTag, obj, t, tag};
+    steps_[typed->second.second] = step;
     return;
   }
-  push({MemoStep::Kind::TypeTag, obj, t, tag});
+  push(step);
+}
+
+MemoStep MemoRecorder::type_step(PyObject* obj, PyTypeObject* t, unsigned int tag) {
+  auto known = watched_types_.find(t);
+  if (known == watched_types_.end()) {
+    known = watched_types_.emplace(t, watches_ != nullptr && watches_->watch_type(t, tag)).first;
+  }
+  // A watched type's tag needs no check: its first change marks the log's
+  // WatchSet changed. (Had it changed since it was watched here, for an
+  // earlier object, the set would be changed already.)
+  if (known->second) {
+    return {MemoStep::Kind::Type, obj, t, 0};
+  }
+  return {MemoStep::Kind::TypeTag, obj, t, tag};
 }
 
 void MemoRecorder::module_dicts(PyObject* module) {
@@ -186,7 +219,7 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   if (!reachable(value)) {
     return;
   }
-  push({MemoStep::Kind::Leaf, value, guard, 0});
+  push({MemoStep::Kind::Leaf, value, guard, guard->may_run_python() ? 1u : 0u});
 }
 
 void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl) {
@@ -204,7 +237,9 @@ void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
 }
 
 bool SubtreeMemo::validate(PyObject* value) const {
-  if (value != value_) {
+  // The watched dicts and types stand unchanged, or the log is void.
+  const WatchSet& watches = *watches_;
+  if (value != value_ || watches.changed()) {
     return false;
   }
   struct InProgress {
@@ -219,6 +254,16 @@ bool SubtreeMemo::validate(PyObject* value) const {
   // evaluation restores the outer state before it returns.
   TensorLocalState fresh_state;
   const TensorLocalState* tensor_state = nullptr;
+  DictClock clock = reads_dict_clock_ ? read_dict_clock() : DictClock{};
+  // After a step that may have run Python code: no dict was created or
+  // changed meanwhile, so every dict the log checked by version still is
+  // what the check saw, and no watched one changed either.
+  auto untouched = [&]() {
+    if (watches.changed()) {
+      return false;
+    }
+    return !reads_dict_clock_ || dicts_untouched_since(clock);
+  };
   for (size_t i = 0; i < n; ++i) {
     // Start loading the object a later step reads: the steps are cheap and
     // their objects scattered, so a check otherwise waits on one cache miss
@@ -273,7 +318,9 @@ bool SubtreeMemo::validate(PyObject* value) const {
         break;
       }
       case MemoStep::Kind::Leaf:
-        if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a))) {
+        // A leaf may run Python code (a lambda guard), which may change a
+        // dict, or let another thread do it.
+        if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a)) || (s.c != 0 && !untouched())) {
           return false;
         }
         break;
@@ -286,7 +333,7 @@ bool SubtreeMemo::validate(PyObject* value) const {
         }
         break;
       case MemoStep::Kind::Walk:
-        if (!static_cast<GuardAccessor*>(s.b)->check(static_cast<PyObject*>(s.a), nullptr)) {
+        if (!static_cast<GuardAccessor*>(s.b)->check(static_cast<PyObject*>(s.a), nullptr) || !untouched()) {
           return false;
         }
         break;
@@ -298,6 +345,22 @@ bool SubtreeMemo::validate(PyObject* value) const {
         if (t != s.b || type_version_tag(t) != s.tag ||
             *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + s.slot_offset) !=
                 reinterpret_cast<PyObject*>(s.c)) {
+          return false;
+        }
+        break;
+      }
+      case MemoStep::Kind::ObjectDictSlot:
+        // The dict is watched; what stays to compare is which dict the
+        // object holds.
+        if (*static_cast<PyObject**>(s.a) != s.b) {
+          return false;
+        }
+        break;
+      case MemoStep::Kind::TypedObjectDict: {
+        // As TaggedObjectDict, the type being watched instead of tagged.
+        PyObject* obj = static_cast<PyObject*>(s.a);
+        if (Py_TYPE(obj) != s.b ||
+            *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + s.slot_offset) != reinterpret_cast<PyObject*>(s.c)) {
           return false;
         }
         break;
@@ -354,7 +417,8 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
     return true;
   }
   valid_ = false;
-  MemoRecorder recorder(value);
+  auto watches = std::make_unique<WatchSet>();
+  MemoRecorder recorder(value, watches.get());
   CheckContext ctx;
   ctx.recorder = &recorder;
   bool ok = owner.check_subtree(value, &ctx);
@@ -366,6 +430,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
     if (validating_ == 0) {
       steps_.clear();
       dict_checks_.clear();
+      watches_->clear();
     }
     return true;
   }
@@ -380,7 +445,15 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
     return true;
   }
   aborts_ = 0;
+  watches_ = std::move(watches);  // the previous set stops watching
   steps_ = recorder.take_steps();
+  bool pins_versions = false;
+  bool runs_python = false;
+  for (const MemoStep& step : steps_) {
+    pins_versions |= step.kind == MemoStep::Kind::Dict || (step.kind == MemoStep::Kind::ObjectDict && step.b != nullptr);
+    runs_python |= step.kind == MemoStep::Kind::Walk || (step.kind == MemoStep::Kind::Leaf && step.c != 0);
+  }
+  reads_dict_clock_ = pins_versions && runs_python;
   dict_checks_.clear();
   compact(steps_, dict_checks_);
   value_ = value;

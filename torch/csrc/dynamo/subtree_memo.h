@@ -16,6 +16,17 @@
 // descriptor or custom getattr, a fresh object per read) is re-run with its
 // whole subtree (a Walk step), exactly as the walk would run it.
 //
+// Watched dicts and types (CPython 3.12 and later, watchers.h): while the
+// log is recorded, every dict and type it would check by version is
+// watched instead, and its step leaves the log (a dict's version check
+// disappears; a type's tag check becomes a type check; an object's __dict__
+// slot is still compared, because replacing an object's __dict__ changes
+// no dict). The log then holds one WatchSet, and validates only while no
+// event touched anything in it: one flag read at the start, and again
+// after every step that can run Python code. A dict or type that cannot be
+// watched (no watcher id, a dict whose writes 3.13.0 does not report) keeps
+// its version step, as on 3.11.
+//
 // Safety of the log: a pointer in it is only dereferenced when it is reached
 // through objects already validated in log order (the memo's own value is
 // live; a value stored in a validated dict is alive because the dict holds
@@ -25,6 +36,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -32,6 +44,7 @@
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/python_compat.h"
+#include "torch/csrc/dynamo/watchers.h"
 
 namespace dynamo_guards {
 
@@ -48,20 +61,23 @@ struct MemoStep {
     Dict,        // a: a live dict, c: its version
     Type,        // a: the object, b: its type
     TypeTag,     // a: the object, b: its type, c: the type's version tag
-    Leaf,        // a: the object, b: the LeafGuard to run on it
+    Leaf,        // a: the object, b: the LeafGuard to run on it, c: 1 if it may run Python code
     Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it, c: its TensorImpl's address (prefetched only)
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
     DictRun,     // consecutive Dict steps: a: the first dict, b: how many, c: index of the first DictCheck
     // A TypeTag step and the ObjectDict step of the same object, fused: a:
     // the object, b: its type, tag: the type's version tag, slot_offset:
     // where its __dict__ slot is, c: the dict in that slot (maybe null;
-    // its version is the next step, a Dict).
+    // its version is the next step, a Dict, unless the dict is watched).
     TaggedObjectDict,
+    // The steps whose dict or type the log's WatchSet watches (3.12+):
+    ObjectDictSlot,   // an ObjectDict whose dict is watched: a: the slot, b: the dict
+    TypedObjectDict,  // a TaggedObjectDict whose type is watched: no tag compared
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
   Kind kind;
-  int16_t slot_offset = 0;  // TaggedObjectDict only
+  int16_t slot_offset = 0;  // TaggedObjectDict and TypedObjectDict only
   uint32_t tag = 0;         // TaggedObjectDict only
   void* a;
   void* b;
@@ -80,7 +96,9 @@ const char* memo_step_kind_name(MemoStep::Kind kind);
 
 class MemoRecorder {
  public:
-  explicit MemoRecorder(PyObject* memo_value) : memo_value_(memo_value) {}
+  // `watches` (may be null: nothing is watched) receives the dicts and
+  // types the log pins by watching rather than by version.
+  MemoRecorder(PyObject* memo_value, WatchSet* watches) : memo_value_(memo_value), watches_(watches) {}
 
   // Values read out of a validated dict (or an immutable tuple of one) are
   // the same objects whenever the log validates.
@@ -120,8 +138,13 @@ class MemoRecorder {
 
  private:
   void push(MemoStep step) { steps_.push_back(step); }
+  // Whether `watches_` now watches `d`, read at `version`.
+  bool watched(PyObject* d, uint64_t version) { return watches_ != nullptr && watches_->watch_dict(d, version); }
+  // The step that pins `obj`'s type, by tag or by watch.
+  MemoStep type_step(PyObject* obj, PyTypeObject* t, unsigned int tag);
 
   PyObject* memo_value_;  // the memo's own value: never anchored
+  WatchSet* watches_;
   bool aborted_ = false;
   std::vector<MemoStep> steps_;
   std::unordered_set<PyObject*> anchored_;
@@ -133,6 +156,8 @@ class MemoRecorder {
   // would check the very same type.
   std::unordered_map<PyObject*, std::pair<PyTypeObject*, size_t>> types_;  // with the Type step's index
   std::unordered_map<PyObject*, PyTypeObject*> type_tags_;
+  // The types asked of `watches_` so far, and whether it watches them.
+  std::unordered_map<PyTypeObject*, bool> watched_types_;
 };
 
 class SubtreeMemo {
@@ -154,15 +179,20 @@ class SubtreeMemo {
 
   size_t num_steps() const { return steps_.size(); }
   bool has_log() const { return valid_; }
+  // What the log pins by watching; empty on 3.11.
+  const WatchSet& watches() const { return *watches_; }
   // Calls f(kind, object, step) for every step of the log in order, with
   // each fused step as the steps it stands for (introspection and
   // benchmarks); `step` is the stored step, fused or not.
   template <typename F>
   void for_each_step(F f) const {
     for (const MemoStep& step : steps_) {
-      if (step.kind == MemoStep::Kind::TaggedObjectDict) {
-        f(MemoStep::Kind::TypeTag, step.a, step);
-        f(MemoStep::Kind::ObjectDict, static_cast<void*>(static_cast<char*>(step.a) + step.slot_offset), step);
+      if (step.kind == MemoStep::Kind::TaggedObjectDict || step.kind == MemoStep::Kind::TypedObjectDict) {
+        bool tagged = step.kind == MemoStep::Kind::TaggedObjectDict;
+        f(tagged ? MemoStep::Kind::TypeTag : MemoStep::Kind::Type, step.a, step);
+        f(tagged ? MemoStep::Kind::ObjectDict : MemoStep::Kind::ObjectDictSlot,
+          static_cast<void*>(static_cast<char*>(step.a) + step.slot_offset),
+          step);
         continue;
       }
       if (step.kind != MemoStep::Kind::DictRun) {
@@ -186,11 +216,19 @@ class SubtreeMemo {
 
   bool valid_ = false;
   bool disabled_ = false;
+  // What the log pins by watching (never null). Replaced, with the log,
+  // only while no validation iterates the log.
+  std::unique_ptr<WatchSet> watches_ = std::make_unique<WatchSet>();
   int aborts_ = 0;
   int stale_logs_ = 0;  // consecutive passing calls whose log did not validate
   PyObject* value_ = nullptr;  // identity only: compared, never dereferenced
   std::vector<MemoStep> steps_;
   std::vector<DictCheck> dict_checks_;  // the DictRun steps' checks, in log order
+  // Whether some step pins a dict by its version and some step may run
+  // Python code: validation then reads the dict version clock
+  // (python_compat.h) around each such step, since that code may change a
+  // dict the log checked earlier. (A watched dict voids the WatchSet.)
+  bool reads_dict_clock_ = false;
   // Validations of steps_ in progress. A Leaf or Walk step runs Python code,
   // which can evaluate this memo again: on this thread, or on another one
   // once the GIL is dropped. Those must not replace or clear steps_ under the
