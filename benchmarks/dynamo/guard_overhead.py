@@ -1,9 +1,9 @@
 """Guard evaluation overhead: stock Dynamo vs. stock with recursive dict tags
 vs. the dynamo_guards fork, measured in ONE process on the SAME frames.
 
-Usage::
+Usage (``make bench`` runs it once per interpreter, then report.py)::
 
-    python benchmarks/dynamo/guard_overhead.py                  # mobilebert, mlp100
+    python benchmarks/dynamo/guard_overhead.py                  # mobilebert, mlp100, llama32_decode
     python benchmarks/dynamo/guard_overhead.py --models bert,gpt2 --json out.json --plot out.png
     python benchmarks/dynamo/guard_overhead.py --quick          # fewer rounds, smoke test
     python benchmarks/dynamo/guard_overhead.py --list           # known models
@@ -67,576 +67,53 @@ stock_dict_tags/fork are the figures to quote, not the absolute numbers
 (``--threads``), which keeps forward passes steady. Fork fallbacks to stock
 (log lines from logger "dynamo_guards"), guards that fail on their own frame,
 recompiles and exceptions are printed under each table.
+
+This file is the runner; each concern has a module in ``guard_bench/``:
+``models`` (the model zoo, built from configs), ``torchvision_shim``
+(importing timm beside a torchvision that cannot load its ops), ``capture``
+(compiling with one engine and keeping its trees), ``timing``, ``callgrind``,
+``tables`` and ``plots``.
 """
 
 from __future__ import annotations
 
-import os
-
-# No downloads: models are built from configs with random weights.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-
 import argparse
-import contextlib
 import dataclasses
 import functools
-import gc
-import importlib
-import importlib.util
 import json
-import logging
-import pathlib
+import os
 import platform
-import statistics
 import sys
 import time
 import traceback
-from typing import Any, Callable, ContextManager, Iterator, Sequence
+from typing import Any, Sequence
 
 import torch
-import torch._dynamo
-import torch._dynamo.guards as stock_guards
 from torch import nn
-from torch._dynamo.utils import CleanupManager
 
-import dynamo_guards
-from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
-from dynamo_guards.tree_printer import count_nodes
-
-Inputs = dict[str, torch.Tensor]
-CheckFn = Callable[[], bool]
-
-ENGINES: tuple[str, ...] = ("stock", "stock_dict_tags", "fork")
-FORK_DIRECT = "fork_root"  # the fork timed without torch's delegating root
-SEED = 0
-
-
-# --------------------------------------------------------------------------
-# Model registry: one entry per model.
-# --------------------------------------------------------------------------
-
-
-class ModelUnavailable(Exception):
-    """The model cannot be built here (a package is missing)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    build: Callable[[], nn.Module]
-    make_inputs: Callable[[nn.Module], Inputs]
-    train: bool = False  # train mode + grad enabled, else eval + no_grad
-
-
-def _transformers_model(model_class: str, config_class: str, **config: Any) -> Callable[[], nn.Module]:
-    def build() -> nn.Module:
-        transformers = _import_or_unavailable("transformers")
-        cfg = getattr(transformers, config_class)(**config)
-        return getattr(transformers, model_class)(cfg)
-
-    return build
-
-
-# Schemas of the torchvision ops that torchvision's import registers fake
-# kernels for whether or not its C++ library loaded.
-_TORCHVISION_OPS_FAKED_AT_IMPORT: dict[str, str] = {
-    "nms": "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
-    "qnms": "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
-}
-
-
-@functools.cache
-def _declare_torchvision_ops_if_unloadable() -> None:
-    """Lets torchvision import when its C++ ops library cannot load.
-
-    The registries' torchvision 0.28 (the release for torch 2.13) is a CUDA
-    build: its ``_C`` library does not load against the CPU torch wheel, and
-    torchvision's import then fails while registering fake kernels for
-    ``nms`` and ``qnms``, which that library would have defined. timm (and
-    transformers, where torchvision is installed) import torchvision for
-    Python helpers only, and the models benchmarked here call none of its
-    ops. So, when the library does not load, this declares those two
-    schemas, without kernels (a call raises), before either imports
-    torchvision. Where the library loads, it defines them itself and this
-    does nothing.
-    """
-    if "torchvision" in sys.modules:
-        return
-    spec = importlib.util.find_spec("torchvision")
-    if spec is None or not spec.submodule_search_locations:
-        return
-    try:
-        for library in pathlib.Path(spec.submodule_search_locations[0]).glob("_C*.so"):
-            torch.ops.load_library(str(library))
-        return
-    except OSError:
-        pass
-    for name, schema in _TORCHVISION_OPS_FAKED_AT_IMPORT.items():
-        torch.library.define(f"torchvision::{name}", schema)
-
-
-def _timm_model(name: str, **kwargs: Any) -> Callable[[], nn.Module]:
-    def build() -> nn.Module:
-        timm = _import_or_unavailable("timm")
-        return timm.create_model(name, pretrained=False, **kwargs)
-
-    return build
-
-
-def _import_or_unavailable(module: str) -> Any:
-    try:
-        _declare_torchvision_ops_if_unloadable()  # timm and transformers import it when present
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise ModelUnavailable(f"{module} is not installed ({e})") from e
-    except RuntimeError as e:  # e.g. a torchvision built for another torch
-        raise ModelUnavailable(f"{module} fails to import ({e})") from e
-
-
-def _generator() -> torch.Generator:
-    return torch.Generator().manual_seed(SEED)
-
-
-def token_inputs(model: nn.Module, seq_len: int = 16) -> Inputs:
-    vocab_size = model.config.vocab_size  # type: ignore[union-attr]
-    return {"input_ids": torch.randint(0, vocab_size, (1, seq_len), generator=_generator())}
-
-
-def encoder_decoder_inputs(model: nn.Module, seq_len: int = 16) -> Inputs:
-    inputs = token_inputs(model, seq_len)
-    inputs["decoder_input_ids"] = inputs["input_ids"].clone()
-    return inputs
-
-
-def hf_image_inputs(model: nn.Module) -> Inputs:
-    cfg = model.config  # type: ignore[union-attr]
-    shape = (1, cfg.num_channels, cfg.image_size, cfg.image_size)
-    return {"pixel_values": torch.randn(shape, generator=_generator())}
-
-
-def image_inputs(size: int) -> Callable[[nn.Module], Inputs]:
-    def make(model: nn.Module) -> Inputs:
-        return {"x": torch.randn((1, 3, size, size), generator=_generator())}
-
-    return make
-
-
-def build_mlp100() -> nn.Module:
-    layers: list[nn.Module] = []
-    for _ in range(100):
-        layers += [nn.Linear(16, 16), nn.ReLU()]
-    return nn.Sequential(*layers)
-
-
-def mlp_inputs(model: nn.Module) -> Inputs:
-    return {"input": torch.randn((1, 16), generator=_generator())}
-
-
-MODELS: dict[str, ModelSpec] = {
-    spec.name: spec
-    for spec in (
-        ModelSpec("mobilebert", _transformers_model("MobileBertModel", "MobileBertConfig"), token_inputs),
-        ModelSpec(
-            "mobilebert_train",
-            _transformers_model("MobileBertModel", "MobileBertConfig"),
-            token_inputs,
-            train=True,
-        ),
-        ModelSpec("mlp100", build_mlp100, mlp_inputs),
-        ModelSpec("bert", _transformers_model("BertModel", "BertConfig"), token_inputs),
-        ModelSpec("distilbert", _transformers_model("DistilBertModel", "DistilBertConfig"), token_inputs),
-        ModelSpec("gpt2", _transformers_model("GPT2Model", "GPT2Config"), token_inputs),
-        ModelSpec("t5-small", _transformers_model("T5Model", "T5Config"), encoder_decoder_inputs),
-        # 32x32 images (4 patches): the guard tree is that of the default ViT,
-        # the forward pass is short enough for the e2e difference to show.
-        ModelSpec("vit", _transformers_model("ViTModel", "ViTConfig", image_size=32), hf_image_inputs),
-        # `make bench-timm` installs timm and torchvision (which timm imports)
-        # and runs these two; `make setup` installs neither, so elsewhere they
-        # report themselves unavailable.
-        # Small images for the same reason as "vit": the guard trees are
-        # those of 224x224 inputs, but for the input's sizes.
-        ModelSpec("timm_resnet50", _timm_model("resnet50"), image_inputs(64)),
-        ModelSpec("timm_vit", _timm_model("vit_base_patch16_224", img_size=32), image_inputs(32)),
-    )
-}
-DEFAULT_MODELS: tuple[str, ...] = ("mobilebert", "mlp100")
-
-
-def grad_mode(spec: ModelSpec) -> ContextManager[Any]:
-    return torch.enable_grad() if spec.train else torch.no_grad()
-
-
-# --------------------------------------------------------------------------
-# Capturing frames and build times while one engine compiles.
-# --------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class CapturedFrame:
-    code_name: str
-    wrapper: Any  # GuardManagerWrapper or ForkGuardManagerWrapper
-    f_locals: dict[str, Any]
-
-    @property
-    def is_fork(self) -> bool:
-        return isinstance(self.wrapper, ForkGuardManagerWrapper)
-
-
-@dataclasses.dataclass
-class BuildRecord:
-    code_name: str
-    init_s: float = 0.0
-    build_guards_s: float = 0.0
-
-
-@dataclasses.dataclass
-class CompileCapture:
-    frames: list[CapturedFrame] = dataclasses.field(default_factory=list)
-    builds: list[BuildRecord] = dataclasses.field(default_factory=list)
-
-
-def live_output_codes() -> list[Any]:
-    """Strong references to every compiled (output) code object alive now.
-
-    Dynamo installs globals the guards read (``G['__builtins_dict___0']``, ...)
-    into the frame's module and deletes them when the output code dies, which
-    ``torch._dynamo.reset()`` causes; holding the code keeps the guards of an
-    engine measured after a later reset valid.
-    """
-    codes = (ref() for ref in list(CleanupManager.instance.refs.values()))
-    return [code for code in codes if code is not None]
-
-
-def snapshot_container(value: Any) -> Any:
-    """Copies of plain dicts, lists and tuples (recursively); other objects
-    as they are."""
-    if type(value) is dict:
-        return {k: snapshot_container(v) for k, v in value.items()}
-    if type(value) is list:
-        return [snapshot_container(v) for v in value]
-    if type(value) is tuple:
-        return tuple(snapshot_container(v) for v in value)
-    return value
-
-
-def snapshot_locals(f_locals: Any) -> dict[str, Any]:
-    """The frame's locals as they are while its guards are built. A plain
-    ``dict(f_locals)`` is not enough: transformers' ``wrapper(*args, **kwargs)``
-    frames later write into the ``kwargs`` dict (e.g. ``kwargs['use_cache']``)
-    and the guards on its keys then fail."""
-    return {name: snapshot_container(value) for name, value in dict(f_locals).items()}
-
-
-@contextlib.contextmanager
-def capture_compiles() -> Iterator[CompileCapture]:
-    """Hooks that record every CheckFunctionManager built in the block: its
-    build time and (through the testing hook) its wrapper and f_locals."""
-    capture = CompileCapture()
-    cfm = stock_guards.CheckFunctionManager
-    current_init = cfm.__init__
-    current_build_guards = cfm.build_guards
-
-    @functools.wraps(current_init)
-    def timed_init(self: Any, f_code: Any, *args: Any, **kwargs: Any) -> None:
-        record = BuildRecord(getattr(f_code, "co_name", "<unknown>"))
-        capture.builds.append(record)
-        start = time.perf_counter()
-        try:
-            current_init(self, f_code, *args, **kwargs)
-        finally:
-            record.init_s = time.perf_counter() - start
-
-    @functools.wraps(current_build_guards)
-    def timed_build_guards(self: Any, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return current_build_guards(self, *args, **kwargs)
-        finally:
-            if capture.builds:
-                capture.builds[-1].build_guards_s += time.perf_counter() - start
-
-    def hook(wrapper: Any, f_locals: Any, builder: Any) -> None:
-        code_name = capture.builds[-1].code_name if capture.builds else "<unknown>"
-        capture.frames.append(CapturedFrame(code_name, wrapper, snapshot_locals(f_locals)))
-
-    saved_hook = stock_guards.guard_manager_testing_hook_fn
-    cfm.__init__ = timed_init  # type: ignore[method-assign]
-    cfm.build_guards = timed_build_guards  # type: ignore[method-assign]
-    stock_guards.guard_manager_testing_hook_fn = hook
-    try:
-        yield capture
-    finally:
-        cfm.__init__ = current_init  # type: ignore[method-assign]
-        cfm.build_guards = current_build_guards  # type: ignore[method-assign]
-        stock_guards.guard_manager_testing_hook_fn = saved_hook
-
-
-class LogCollector(logging.Handler):
-    """Keeps the records of one logger (here "dynamo_guards")."""
-
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.levelname}: {record.getMessage()}")
-
-
-@contextlib.contextmanager
-def collect_logs(name: str) -> Iterator[LogCollector]:
-    logger = logging.getLogger(name)
-    collector = LogCollector()
-    saved_level = logger.level
-    logger.addHandler(collector)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield collector
-    finally:
-        logger.removeHandler(collector)
-        logger.setLevel(saved_level)
-
-
-def engine_context(engine: str) -> ContextManager[Any]:
-    if engine == "stock":
-        return contextlib.nullcontext()
-    if engine == "stock_dict_tags":
-        return torch._dynamo.config.patch(use_recursive_dict_tags_for_guards=True)
-    if engine == "fork":
-        return dynamo_guards.enabled()
-    raise ValueError(f"unknown engine {engine!r}")
-
-
-# --------------------------------------------------------------------------
-# Guard tree size.
-# --------------------------------------------------------------------------
-
-
-def count_stock_nodes(root: Any) -> dict[str, int]:
-    """Managers and leaf guards of a torch guard tree (dict key/value
-    managers included, the way torch's own tree walks visit them)."""
-    counts = {"managers": 0, "leaf_guards": 0}
-
-    def visit(mgr: Any) -> None:
-        if mgr is None:
-            return
-        counts["managers"] += 1
-        counts["leaf_guards"] += len(mgr.get_leaf_guards())
-        if isinstance(mgr, torch._C._dynamo.guards.DictGuardManager):
-            for key_mgr, value_mgr in mgr.get_key_value_managers().values():
-                visit(key_mgr)
-                visit(value_mgr)
-        else:
-            for child in mgr.get_child_managers():
-                visit(child)
-
-    visit(root)
-    counts["leaf_guards"] += len(root.get_epilogue_lambda_guards())
-    return counts
-
-
-def tree_size(frames: Sequence[CapturedFrame]) -> dict[str, int]:
-    total = {"managers": 0, "leaf_guards": 0}
-    for frame in frames:
-        counts = count_nodes(frame.wrapper.fork_root) if frame.is_fork else count_stock_nodes(frame.wrapper.root)
-        for key in total:
-            total[key] += counts[key]
-    total["nodes"] = total["managers"] + total["leaf_guards"]
-    return total
-
-
-# --------------------------------------------------------------------------
-# Timing.
-# --------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def no_gc() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def make_check(frames: Sequence[CapturedFrame], direct_fork: bool = False) -> CheckFn:
-    """One guard evaluation of every frame the compiled call runs."""
-
-    def root_of(frame: CapturedFrame) -> Any:
-        return frame.wrapper.fork_root if direct_fork else frame.wrapper.root
-
-    if len(frames) == 1:
-        return functools.partial(root_of(frames[0]).check, frames[0].f_locals)
-    pairs = [(root_of(frame).check, frame.f_locals) for frame in frames]
-
-    def check_all() -> bool:
-        ok = True
-        for check, f_locals in pairs:
-            ok = check(f_locals) and ok
-        return ok
-
-    return check_all
-
-
-def engine_checks(runs: dict[str, EngineRun]) -> dict[str, CheckFn]:
-    """What each engine's cache entry runs per call, plus the fork's own root
-    without torch's delegating root (only when every frame is the fork's)."""
-    checks = {engine: make_check(run.frames) for engine, run in runs.items() if run.frames}
-    fork_frames = runs["fork"].frames if "fork" in runs else []
-    if fork_frames and all(frame.is_fork for frame in fork_frames):
-        checks[FORK_DIRECT] = make_check(fork_frames, direct_fork=True)
-    return checks
-
-
-def top_memoized_managers(root: Any) -> list[Any]:
-    """The managers whose memo validates on a fork check (memos below them
-    serve only when theirs is disabled)."""
-    found: list[Any] = []
-
-    def visit(mgr: Any) -> None:
-        if mgr.is_memoized() and mgr.memo_log_size() is not None:
-            found.append(mgr)
-            return
-        for child in mgr.get_child_managers():
-            visit(child)
-        if hasattr(mgr, "get_key_value_managers"):
-            for pair in mgr.get_key_value_managers().values():
-                for child in pair:
-                    if child is not None:
-                        visit(child)
-
-    visit(root)
-    return found
-
-
-def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
-    """A lower bound for any sound check of the fork's memoized subtrees: the
-    time to load one word from every object their logs name, and from each
-    tensor's TensorImpl and AutogradMeta (no comparison, no unmemoized part
-    of the tree). Median over rounds, each right after a passing check."""
-    samples = []
-    for _ in range(rounds):
-        total = 0.0
-        for frame in frames:
-            frame.wrapper.fork_root.check(frame.f_locals)
-            for mgr in top_memoized_managers(frame.wrapper.fork_root):
-                total += mgr.memo_touch_floor_us(200)[0]
-        samples.append(total)
-    return statistics.median(samples)
-
-
-def time_batch_us(check: CheckFn, n: int) -> float:
-    start = time.perf_counter_ns()
-    for _ in range(n):
-        check()
-    return (time.perf_counter_ns() - start) / n / 1e3
-
-
-def run_for(check: CheckFn, seconds: float) -> None:
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        check()
-
-
-def batch_size_for(check: CheckFn, target_s: float) -> int:
-    one_us = max(time_batch_us(check, 5), 0.05)
-    return max(5, min(100_000, int(target_s * 1e6 / one_us)))
-
-
-def rotated(names: Sequence[str], round_index: int) -> list[str]:
-    shift = round_index % len(names)
-    return list(names[shift:]) + list(names[:shift])
-
-
-Stats = dict[str, float]
-
-
-def summarize(samples: Sequence[float]) -> Stats:
-    """Median and spread of timing samples (µs)."""
-    if not samples:
-        return {"median": float("nan"), "p25": float("nan"), "p75": float("nan"), "min": float("nan"), "n": 0}
-    if len(samples) == 1:
-        p25 = p75 = samples[0]
-    else:
-        p25, _, p75 = statistics.quantiles(samples, n=4)
-    return {"median": statistics.median(samples), "p25": p25, "p75": p75, "min": min(samples), "n": len(samples)}
-
-
-WARM_UP_CALLS = 3  # untimed checks before each timed batch: the previous
-# engine's batch has just evicted part of this engine's tree from the caches
-
-
-def measure_warm(checks: dict[str, CheckFn], rounds: int, batch_s: float, prewarm_s: float) -> dict[str, Stats]:
-    """Back-to-back checks, engines interleaved round by round. On shared VMs
-    a tree that sat idle while other work ran stays slow for a few dozen
-    checks, hence the pre-warm of every engine before the first round."""
-    for check in checks.values():
-        run_for(check, prewarm_s)
-    batch = {name: batch_size_for(check, batch_s) for name, check in checks.items()}
-    samples: dict[str, list[float]] = {name: [] for name in checks}
-    names = list(checks)
-    with no_gc():
-        for r in range(rounds):
-            for name in rotated(names, r):
-                time_batch_us(checks[name], WARM_UP_CALLS)
-                samples[name].append(time_batch_us(checks[name], batch[name]))
-    return {name: summarize(values) for name, values in samples.items()}
-
-
-def measure_in_situ(
-    checks: dict[str, CheckFn], eager_forward: Callable[[], Any], rounds: int
-) -> tuple[dict[str, Stats], dict[str, int]]:
-    """One check right after an eager forward pass of the model; returns the
-    timing stats (µs) and how many of the timed checks returned False."""
-    samples: dict[str, list[float]] = {name: [] for name in checks}
-    failures = {name: 0 for name in checks}
-    names = list(checks)
-    eager_forward()
-    with no_gc():
-        for r in range(rounds):
-            for name in rotated(names, r):
-                eager_forward()
-                start = time.perf_counter_ns()
-                ok = checks[name]()
-                samples[name].append((time.perf_counter_ns() - start) / 1e3)
-                failures[name] += not ok
-    return {name: summarize(values) for name, values in samples.items()}, failures
-
-
-def time_call_us(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter_ns()
-    fn()
-    return (time.perf_counter_ns() - start) / 1e3
-
-
-def measure_end_to_end(compiled_call: Callable[[], Any], pairs: int) -> dict[str, Stats]:
-    """Compiled call vs. the same call with guard evaluation skipped,
-    alternating call by call; the overhead is the median paired difference."""
-    guarded: list[float] = []
-    skipped: list[float] = []
-    skip_stance = functools.partial(torch.compiler.set_stance, skip_guard_eval_unsafe=True)
-    for _ in range(3):  # warm up both paths
-        compiled_call()
-        with skip_stance():
-            compiled_call()
-    with no_gc():
-        for _ in range(pairs):
-            guarded.append(time_call_us(compiled_call))
-            with skip_stance():
-                skipped.append(time_call_us(compiled_call))
-    return {
-        "overhead_us": summarize([g - s for g, s in zip(guarded, skipped)]),
-        "guarded_call_us": summarize(guarded),
-        "skip_guards_call_us": summarize(skipped),
-    }
-
-
-# --------------------------------------------------------------------------
-# One model: compile with every engine, then measure.
-# --------------------------------------------------------------------------
+from guard_bench.callgrind import CALLGRIND_BASELINE, build_callgrind_helper, count_instructions, run_callgrind
+from guard_bench.capture import ENGINES, FORK_DIRECT, CapturedFrame, EngineSession, engine_session, tree_size
+from guard_bench.models import (
+    DEFAULT_MODELS,
+    MODELS,
+    Inputs,
+    ModelSpec,
+    ModelUnavailable,
+    grad_mode,
+    prepare_model,
+    selected_models,
+)
+from guard_bench.plots import write_plot
+from guard_bench.tables import format_table
+from guard_bench.timing import (
+    CheckFn,
+    Stats,
+    make_check,
+    measure_end_to_end,
+    measure_in_situ,
+    measure_touch_floor,
+    measure_warm,
+)
 
 
 @dataclasses.dataclass
@@ -647,34 +124,6 @@ class BenchConfig:
     warm_batch_s: float
     prewarm_s: float
 
-
-@dataclasses.dataclass
-class EngineSession:
-    """One engine's compile of the model: the compiled callable, what the
-    hooks saw, and the log lines of logger "dynamo_guards"."""
-
-    engine: str
-    compiled: Callable[..., Any]
-    capture: CompileCapture
-    logs: LogCollector
-    first_frames: list[CapturedFrame] = dataclasses.field(default_factory=list)
-    first_builds: list[BuildRecord] = dataclasses.field(default_factory=list)
-    keepalive: list[Any] = dataclasses.field(default_factory=list)
-
-
-@contextlib.contextmanager
-def engine_session(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs) -> Iterator[EngineSession]:
-    """``reset()``, compile with ``engine`` and call once; the engine stays
-    active (installed / config patched) until the block ends."""
-    torch._dynamo.reset()
-    with collect_logs("dynamo_guards") as logs, engine_context(engine), capture_compiles() as capture:
-        session = EngineSession(engine, torch.compile(model, backend="eager"), capture, logs)
-        with grad_mode(spec):
-            session.compiled(**inputs)
-        session.first_frames = list(capture.frames)
-        session.first_builds = list(capture.builds)
-        yield session
-        session.keepalive = live_output_codes()
 
 
 @dataclasses.dataclass
@@ -728,7 +177,7 @@ def session_problems(session: EngineSession, after: str) -> list[str]:
 def run_engine(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs, bench: BenchConfig) -> EngineRun:
     with engine_session(engine, spec, model, inputs) as session:
         with grad_mode(spec):
-            e2e = measure_end_to_end(lambda: session.compiled(**inputs), bench.e2e_pairs)
+            e2e = measure_end_to_end(lambda: spec.call(session.compiled, inputs), bench.e2e_pairs)
             problems = frame_problems(engine, session.first_frames)
     return EngineRun(
         engine=engine,
@@ -742,20 +191,13 @@ def run_engine(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs, b
     )
 
 
-def prepare_model(spec: ModelSpec) -> tuple[nn.Module, Inputs]:
-    torch.manual_seed(SEED)
-    model = spec.build()
-    model.train(spec.train)
-    return model, spec.make_inputs(model)
-
-
 def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
     model, inputs = prepare_model(spec)
     runs = {engine: run_engine(engine, spec, model, inputs, bench) for engine in ENGINES}
     checks = engine_checks(runs)
 
     def eager_forward() -> Any:
-        return model(**inputs)
+        return spec.call(model, inputs)
 
     with grad_mode(spec):
         warm = measure_warm(checks, bench.rounds, bench.warm_batch_s, bench.prewarm_s)
@@ -788,49 +230,14 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------
-# Instruction counts under callgrind (--callgrind).
-# --------------------------------------------------------------------------
-
-CALLGRIND_HELPER_C = r"""
-#include <valgrind/callgrind.h>
-int cg_running(void) { return RUNNING_ON_VALGRIND; }
-void cg_start(void) { CALLGRIND_START_INSTRUMENTATION; }
-void cg_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
-void cg_zero(void) { CALLGRIND_ZERO_STATS; }
-void cg_dump(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
-"""
-CALLGRIND_BASELINE = "empty_torch_root"  # torch root without guards: the loop's own cost
-CALLGRIND_LABEL_PREFIX = "guard_overhead:"
-
-
-def build_callgrind_helper(directory: str) -> Any:
-    """A tiny C library whose functions issue callgrind client requests."""
-    import ctypes
-    import subprocess
-
-    source = os.path.join(directory, "cg_helper.c")
-    library = os.path.join(directory, "cg_helper.so")
-    with open(source, "w") as f:
-        f.write(CALLGRIND_HELPER_C)
-    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", library, source], check=True)
-    helper = ctypes.CDLL(library)
-    helper.cg_dump.argtypes = [ctypes.c_char_p]
-    return helper
-
-
-def count_instructions(helper: Any, checks: dict[str, CheckFn], calls: int) -> None:
-    """One callgrind dump per check, labelled with its name, covering
-    ``calls`` back-to-back checks (instrumentation is off outside)."""
-    for name, check in checks.items():
-        for _ in range(WARM_UP_CALLS):  # lazy first-call work is not per-call cost
-            check()
-        helper.cg_start()
-        helper.cg_zero()
-        for _ in range(calls):
-            check()
-        helper.cg_dump(f"{CALLGRIND_LABEL_PREFIX}{name}:{calls}".encode())
-        helper.cg_stop()
+def engine_checks(runs: dict[str, EngineRun]) -> dict[str, CheckFn]:
+    """What each engine's cache entry runs per call, plus the fork's own root
+    without torch's delegating root (only when every frame is the fork's)."""
+    checks = {engine: make_check(run.frames) for engine, run in runs.items() if run.frames}
+    fork_frames = runs["fork"].frames if "fork" in runs else []
+    if fork_frames and all(frame.is_fork for frame in fork_frames):
+        checks[FORK_DIRECT] = make_check(fork_frames, direct_fork=True)
+    return checks
 
 
 def callgrind_child(spec: ModelSpec, calls: int, directory: str) -> int:
@@ -855,184 +262,6 @@ def callgrind_child(spec: ModelSpec, calls: int, directory: str) -> int:
     return 0
 
 
-def parse_callgrind_dumps(directory: str) -> dict[str, float]:
-    """Instructions per check, by check name, from the labelled dumps."""
-    per_check: dict[str, float] = {}
-    for file_name in sorted(os.listdir(directory)):
-        if not file_name.startswith("callgrind.out"):
-            continue
-        label, total = None, None
-        with open(os.path.join(directory, file_name)) as f:
-            for line in f:
-                if line.startswith("desc: Trigger:") and CALLGRIND_LABEL_PREFIX in line:
-                    label = line.split(CALLGRIND_LABEL_PREFIX, 1)[1].strip()
-                elif line.startswith(("totals:", "summary:")):
-                    total = int(line.split()[1])
-        if label is not None and total is not None:
-            name, calls = label.rsplit(":", 1)
-            per_check[name] = total / int(calls)
-    return per_check
-
-
-def run_callgrind(spec: ModelSpec, calls: int) -> dict[str, float]:
-    """Re-runs this script under callgrind for one model; instructions per
-    check (the empty-root baseline, the Python loop's share, subtracted)."""
-    import subprocess
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="guard_overhead_cg_") as directory:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={directory}/callgrind.out",
-            sys.executable,
-            os.path.abspath(__file__),
-            "--_callgrind-child",
-            directory,
-            "--models",
-            spec.name,
-            "--callgrind-calls",
-            str(calls),
-        ]
-        completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        counts = parse_callgrind_dumps(directory)
-    if completed.returncode != 0 or not counts:
-        tail = "\n".join(completed.stdout.splitlines()[-30:])
-        raise RuntimeError(f"callgrind run failed (exit {completed.returncode}):\n{tail}")
-    for line in completed.stdout.splitlines():
-        if line.startswith("  ! "):
-            print(line)
-    baseline = counts.pop(CALLGRIND_BASELINE, 0.0)
-    return {name: value - baseline for name, value in counts.items()} | {CALLGRIND_BASELINE: baseline}
-
-
-# --------------------------------------------------------------------------
-# Reporting.
-# --------------------------------------------------------------------------
-
-NAN = float("nan")
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    if denominator == 0 or denominator != denominator or numerator != numerator:
-        return NAN
-    return numerator / denominator
-
-
-def medians(stats: dict[str, Stats]) -> dict[str, float]:
-    return {name: s["median"] for name, s in stats.items()}
-
-
-def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str]]:
-    """(label, value per engine, number format); times are medians."""
-    e2e = result["end_to_end"]
-    rows = [
-        ("warm check (us)", medians(result["warm_check_us"]), "{:.2f}"),
-        ("in situ check (us)", medians(result["in_situ_check_us"]), "{:.2f}"),
-        ("memo touch floor, warm (us)", result.get("memo_touch_floor_us", {}), "{:.2f}"),
-        ("e2e guard overhead (us)", {e: v["overhead_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
-        ("e2e guarded call (us)", {e: v["guarded_call_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
-    ]
-    if "callgrind_ir_per_check" in result:
-        rows.append(("callgrind Ir / check", result["callgrind_ir_per_check"], "{:.0f}"))
-    rows += [
-        ("guard build, CFM init (ms)", {e: 1e3 * v for e, v in result["build_init_s"].items()}, "{:.1f}"),
-        ("guard build, build_guards (ms)", {e: 1e3 * v for e, v in result["build_guards_s"].items()}, "{:.1f}"),
-        ("tree nodes", {e: float(t["nodes"]) for e, t in result["tree"].items()}, "{:.0f}"),
-        ("tree managers", {e: float(t["managers"]) for e, t in result["tree"].items()}, "{:.0f}"),
-        ("tree leaf guards", {e: float(t["leaf_guards"]) for e, t in result["tree"].items()}, "{:.0f}"),
-    ]
-    return rows
-
-
-def format_number(fmt: str, value: float | None) -> str:
-    if value is None or value != value:
-        return "-"
-    return fmt.format(value)
-
-
-LABEL_WIDTH = 32
-CELL_WIDTH = 16
-
-
-def table_line(label: str, cells: Sequence[str]) -> str:
-    return f"{label:<{LABEL_WIDTH}}" + "".join(f"{c:>{CELL_WIDTH}}" for c in cells)
-
-
-def format_table(result: dict[str, Any]) -> str:
-    header = table_line("metric", [*ENGINES, "stock/fork", "tags/fork"])
-    frames = ", ".join(f"{e} {n}" for e, n in result["frames"].items())
-    lines = [
-        f"== {result['model']}: {result['parameters'] / 1e6:.2f}M params, {result['mode']}, frames: {frames} ==",
-        header,
-        "-" * len(header),
-    ]
-    for label, values, fmt in metric_rows(result):
-        cells = [format_number(fmt, values.get(e)) for e in ENGINES]
-        fork = values.get("fork", NAN)
-        cells.append(format_number("{:.2f}x", ratio(values.get("stock", NAN), fork)))
-        cells.append(format_number("{:.2f}x", ratio(values.get("stock_dict_tags", NAN), fork)))
-        lines.append(table_line(label, cells))
-    direct_rows = [("warm", result["warm_check_us"]), ("in situ", result["in_situ_check_us"])]
-    for label, stats in direct_rows:
-        if FORK_DIRECT in stats:
-            value = format_number("{:.2f}", stats[FORK_DIRECT]["median"])
-            lines.append(table_line(f"  {label}, fork_root.check (us)", ["", "", value]))
-    if CALLGRIND_BASELINE in result.get("callgrind_ir_per_check", {}):
-        baseline = result["callgrind_ir_per_check"][CALLGRIND_BASELINE]
-        lines.append(f"  (callgrind: loop + empty torch root = {baseline:.0f} Ir/check, subtracted)")
-    for name, problems in result["problems"].items():
-        for problem in problems:
-            lines.append(f"  ! {name}: {problem}")
-    return "\n".join(lines)
-
-
-PLOT_METRICS: tuple[tuple[str, str], ...] = (
-    ("warm check (us)", "warm_check_us"),
-    ("in situ check (us)", "in_situ_check_us"),
-    ("e2e guard overhead (us)", "end_to_end"),
-)
-
-
-def plot_value(result: dict[str, Any], key: str, engine: str) -> float:
-    stats = result[key].get(engine)
-    if stats is None:
-        return NAN
-    value = stats["overhead_us"]["median"] if key == "end_to_end" else stats["median"]
-    return value if value > 0 else NAN  # log scale: noise can make e2e <= 0
-
-
-def write_plot(results: Sequence[dict[str, Any]], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(PLOT_METRICS), figsize=(5 * len(PLOT_METRICS), 4.5), squeeze=False)
-    width = 0.8 / len(ENGINES)
-    for ax, (title, key) in zip(axes[0], PLOT_METRICS):
-        shown: list[float] = []
-        for i, engine in enumerate(ENGINES):
-            xs = [m + (i - (len(ENGINES) - 1) / 2) * width for m in range(len(results))]
-            values = [plot_value(r, key, engine) for r in results]
-            bars = ax.bar(xs, values, width, label=engine)
-            ax.bar_label(bars, labels=[format_number("{:.0f}" if v >= 100 else "{:.3g}", v) for v in values], fontsize=7)
-            shown += [v for v in values if v == v]
-        ax.set_xticks(range(len(results)))
-        ax.set_xticklabels([r["model"] for r in results], rotation=30, ha="right")
-        ax.set_yscale("log")
-        if shown:  # start well below the smallest bar so that every bar is visible
-            ax.set_ylim(bottom=min(shown) / 4, top=max(shown) * 2)
-        ax.set_title(title)
-        ax.grid(axis="y", which="both", alpha=0.3)
-    axes[0][0].legend()
-    fig.suptitle("Guard evaluation cost per call (median, lower is better)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def environment() -> dict[str, Any]:
     return {
         "torch": torch.__version__,
@@ -1041,11 +270,6 @@ def environment() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
     }
-
-
-# --------------------------------------------------------------------------
-# Command line.
-# --------------------------------------------------------------------------
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -1087,21 +311,12 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
     )
 
 
-def selected_models(names: str) -> list[ModelSpec]:
-    specs = []
-    for name in filter(None, (n.strip() for n in names.split(","))):
-        if name not in MODELS:
-            raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
-        specs.append(MODELS[name])
-    return specs
-
-
 def bench_one(spec: ModelSpec, bench: BenchConfig, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     result = bench_model(spec, bench)
     if args.callgrind:
         try:
-            result["callgrind_ir_per_check"] = run_callgrind(spec, max(1, args.callgrind_calls))
+            result["callgrind_ir_per_check"] = run_callgrind(__file__, spec.name, max(1, args.callgrind_calls))
         except Exception as e:  # noqa: BLE001 - timings stand without the counts
             result["problems"].setdefault("callgrind", []).append(f"{type(e).__name__}: {e}")
     result["bench_seconds"] = time.perf_counter() - started
@@ -1133,18 +348,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"== {spec.name}: FAILED\n{traceback.format_exc()}", flush=True)
             continue
         results.append(result)
-        print(format_table(result) + f"\n  ({result['bench_seconds']:.0f} s)\n", flush=True)
+        print(format_table(result, platform.python_version()) + f"\n  ({result['bench_seconds']:.0f} s)\n", flush=True)
     for path in (args.json, args.plot):
         if path:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    report = {"environment": environment(), "config": dataclasses.asdict(bench), "results": results, "skipped": skipped}
     if args.json:
-        report = {"environment": environment(), "config": dataclasses.asdict(bench), "results": results, "skipped": skipped}
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
     if args.plot and results:
-        write_plot(results, args.plot)
+        write_plot([report], args.plot)
     return 0 if results else 1
 
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -30,7 +30,7 @@ import torch._dynamo
 import torch._dynamo.guards
 
 import dynamo_guards
-from guard_overhead import live_output_codes
+from guard_bench.capture import live_output_codes
 
 # The module, not the install() function the package re-exports.
 fork_install = importlib.import_module("dynamo_guards.install")

@@ -20,7 +20,9 @@ import sys
 import types
 from typing import Any, Callable
 
-import guard_overhead as bench
+from guard_bench.capture import engine_session
+from guard_bench.models import DEFAULT_MODELS, ModelSpec, grad_mode, prepare_model, selected_models
+from guard_bench.timing import make_check, measure_warm
 
 ATTRIBUTE_HOOKS = ("__getattribute__", "__getattr__")
 Read = tuple[Any, str]
@@ -71,14 +73,14 @@ def replayer(reads: list[Read]) -> Callable[[], bool]:
     return replay
 
 
-def measure(spec: bench.ModelSpec, rounds: int) -> dict[str, Any]:
-    model, inputs = bench.prepare_model(spec)
-    with bench.engine_session("fork", spec, model, inputs) as session, bench.grad_mode(spec):
-        check = bench.make_check(session.first_frames, direct_fork=True)
+def measure(spec: ModelSpec, rounds: int) -> dict[str, Any]:
+    model, inputs = prepare_model(spec)
+    with engine_session("fork", spec, model, inputs) as session, grad_mode(spec):
+        check = make_check(session.first_frames, direct_fork=True)
         for _ in range(3):
             check()
         reads = reads_of_one_check(check)
-        stats = bench.measure_warm(
+        stats = measure_warm(
             {"python_reads_us": replayer(reads), "fork_check_us": check}, rounds, batch_s=0.02, prewarm_s=0.3
         )
     return {
@@ -90,11 +92,11 @@ def measure(spec: bench.ModelSpec, rounds: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(bench.DEFAULT_MODELS))
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--rounds", type=int, default=50, help="interleaved rounds of batched calls")
     args = parser.parse_args()
     print(f"{'model':<18}{'reads':>7}{'python reads (us)':>20}{'fork check (us)':>18}{'share':>8}")
-    for spec in bench.selected_models(args.models):
+    for spec in selected_models(args.models):
         r = measure(spec, args.rounds)
         share = r["python_reads_us"] / r["fork_check_us"]
         print(f"{r['model']:<18}{len(r['reads']):>7}{r['python_reads_us']:>20.2f}{r['fork_check_us']:>18.2f}{share:>8.0%}")

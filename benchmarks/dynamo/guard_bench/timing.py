@@ -1,0 +1,191 @@
+"""Timing guard checks: warm batches and single checks after a forward pass
+(engines interleaved round by round), end-to-end call overhead, and the
+fork's memo touch floor. Times are in microseconds."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import statistics
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+
+from guard_bench.capture import CapturedFrame
+
+CheckFn = Callable[[], bool]
+Stats = dict[str, float]
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def make_check(frames: Sequence[CapturedFrame], direct_fork: bool = False) -> CheckFn:
+    """One guard evaluation of every frame the compiled call runs."""
+
+    def root_of(frame: CapturedFrame) -> Any:
+        return frame.wrapper.fork_root if direct_fork else frame.wrapper.root
+
+    if len(frames) == 1:
+        return functools.partial(root_of(frames[0]).check, frames[0].f_locals)
+    pairs = [(root_of(frame).check, frame.f_locals) for frame in frames]
+
+    def check_all() -> bool:
+        ok = True
+        for check, f_locals in pairs:
+            ok = check(f_locals) and ok
+        return ok
+
+    return check_all
+
+
+def top_memoized_managers(root: Any) -> list[Any]:
+    """The managers whose memo validates on a fork check (memos below them
+    serve only when theirs is disabled)."""
+    found: list[Any] = []
+
+    def visit(mgr: Any) -> None:
+        if mgr.is_memoized() and mgr.memo_log_size() is not None:
+            found.append(mgr)
+            return
+        for child in mgr.get_child_managers():
+            visit(child)
+        if hasattr(mgr, "get_key_value_managers"):
+            for pair in mgr.get_key_value_managers().values():
+                for child in pair:
+                    if child is not None:
+                        visit(child)
+
+    visit(root)
+    return found
+
+
+def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
+    """A lower bound for any sound check of the fork's memoized subtrees: the
+    time to load one word from every object their logs name, and from each
+    tensor's TensorImpl and AutogradMeta (no comparison, no unmemoized part
+    of the tree). Median over rounds, each right after a passing check."""
+    samples = []
+    for _ in range(rounds):
+        total = 0.0
+        for frame in frames:
+            frame.wrapper.fork_root.check(frame.f_locals)
+            for mgr in top_memoized_managers(frame.wrapper.fork_root):
+                total += mgr.memo_touch_floor_us(200)[0]
+        samples.append(total)
+    return statistics.median(samples)
+
+
+def time_batch_us(check: CheckFn, n: int) -> float:
+    start = time.perf_counter_ns()
+    for _ in range(n):
+        check()
+    return (time.perf_counter_ns() - start) / n / 1e3
+
+
+def run_for(check: CheckFn, seconds: float) -> None:
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        check()
+
+
+def batch_size_for(check: CheckFn, target_s: float) -> int:
+    one_us = max(time_batch_us(check, 5), 0.05)
+    return max(5, min(100_000, int(target_s * 1e6 / one_us)))
+
+
+def rotated(names: Sequence[str], round_index: int) -> list[str]:
+    shift = round_index % len(names)
+    return list(names[shift:]) + list(names[:shift])
+
+
+
+def summarize(samples: Sequence[float]) -> Stats:
+    """Median and spread of timing samples (µs)."""
+    if not samples:
+        return {"median": float("nan"), "p25": float("nan"), "p75": float("nan"), "min": float("nan"), "n": 0}
+    if len(samples) == 1:
+        p25 = p75 = samples[0]
+    else:
+        p25, _, p75 = statistics.quantiles(samples, n=4)
+    return {"median": statistics.median(samples), "p25": p25, "p75": p75, "min": min(samples), "n": len(samples)}
+
+
+WARM_UP_CALLS = 3  # untimed checks before each timed batch: the previous
+# engine's batch has just evicted part of this engine's tree from the caches
+
+
+def measure_warm(checks: dict[str, CheckFn], rounds: int, batch_s: float, prewarm_s: float) -> dict[str, Stats]:
+    """Back-to-back checks, engines interleaved round by round. On shared VMs
+    a tree that sat idle while other work ran stays slow for a few dozen
+    checks, hence the pre-warm of every engine before the first round."""
+    for check in checks.values():
+        run_for(check, prewarm_s)
+    batch = {name: batch_size_for(check, batch_s) for name, check in checks.items()}
+    samples: dict[str, list[float]] = {name: [] for name in checks}
+    names = list(checks)
+    with no_gc():
+        for r in range(rounds):
+            for name in rotated(names, r):
+                time_batch_us(checks[name], WARM_UP_CALLS)
+                samples[name].append(time_batch_us(checks[name], batch[name]))
+    return {name: summarize(values) for name, values in samples.items()}
+
+
+def measure_in_situ(
+    checks: dict[str, CheckFn], eager_forward: Callable[[], Any], rounds: int
+) -> tuple[dict[str, Stats], dict[str, int]]:
+    """One check right after an eager forward pass of the model; returns the
+    timing stats (µs) and how many of the timed checks returned False."""
+    samples: dict[str, list[float]] = {name: [] for name in checks}
+    failures = {name: 0 for name in checks}
+    names = list(checks)
+    eager_forward()
+    with no_gc():
+        for r in range(rounds):
+            for name in rotated(names, r):
+                eager_forward()
+                start = time.perf_counter_ns()
+                ok = checks[name]()
+                samples[name].append((time.perf_counter_ns() - start) / 1e3)
+                failures[name] += not ok
+    return {name: summarize(values) for name, values in samples.items()}, failures
+
+
+def time_call_us(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - start) / 1e3
+
+
+def measure_end_to_end(compiled_call: Callable[[], Any], pairs: int) -> dict[str, Stats]:
+    """Compiled call vs. the same call with guard evaluation skipped,
+    alternating call by call; the overhead is the median paired difference."""
+    guarded: list[float] = []
+    skipped: list[float] = []
+    skip_stance = functools.partial(torch.compiler.set_stance, skip_guard_eval_unsafe=True)
+    for _ in range(3):  # warm up both paths
+        compiled_call()
+        with skip_stance():
+            compiled_call()
+    with no_gc():
+        for _ in range(pairs):
+            guarded.append(time_call_us(compiled_call))
+            with skip_stance():
+                skipped.append(time_call_us(compiled_call))
+    return {
+        "overhead_us": summarize([g - s for g, s in zip(guarded, skipped)]),
+        "guarded_call_us": summarize(guarded),
+        "skip_guards_call_us": summarize(skipped),
+    }

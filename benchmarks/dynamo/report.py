@@ -1,0 +1,57 @@
+"""The guard-overhead results of several interpreters side by side.
+
+``make bench`` runs guard_overhead.py once per interpreter, each writing
+``results/guard_overhead-X.Y.json``; this prints each interpreter's tables
+again, then one summary line per model and interpreter, and writes one chart
+with all of them::
+
+    python benchmarks/dynamo/report.py --plot results/guard_overhead.png results/guard_overhead-3.*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Sequence
+
+from guard_bench.plots import write_plot
+from guard_bench.tables import format_summary, format_table
+
+
+def load(paths: Sequence[str]) -> list[dict[str, Any]]:
+    reports = []
+    for path in paths:
+        with open(path) as f:
+            reports.append(json.load(f))
+    return sorted(reports, key=lambda report: tuple(int(p) for p in report["environment"]["python"].split(".")[:2]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("reports", nargs="*", help="JSON files written by guard_overhead.py --json")
+    parser.add_argument("--plot", metavar="PATH", help="write one PNG chart of every model on every interpreter")
+    parser.add_argument("--summary-only", action="store_true", help="skip the per-model tables")
+    args = parser.parse_args(argv)
+    if not args.reports:
+        print("report: no results to report (did every interpreter's benchmark fail?)", file=sys.stderr)
+        return 1
+    reports = load(args.reports)
+    for report in reports:
+        environment = report["environment"]
+        print(f"#### CPython {environment['python']}, torch {environment['torch']}")
+        if not args.summary_only:
+            for result in report["results"]:
+                print(format_table(result, environment["python"]) + "\n")
+        for model, reason in report.get("skipped", {}).items():
+            print(f"  {model}: skipped, {reason}")
+    print("#### Summary: check time per call, median µs; floor: the fork's memo touch floor (warm)")
+    print(format_summary(reports))
+    if args.plot:
+        write_plot(reports, args.plot)
+        print(f"chart: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
