@@ -12,12 +12,11 @@ RESULTS := benchmarks/dynamo/results
 
 .PHONY: bench bench-timm test sanitize setup
 
-# Stock vs fork guard latency on the default models, one table per
-# interpreter, then one chart and one combined table over all of them.
+# Stock vs fork guard latency on the default models, one table per model
+# and interpreter, then a summary over all of them and one chart.
+# (BENCH_ARGS: options for the runner, e.g. BENCH_ARGS="--rounds 20".)
 bench:
 	tools/each_python.sh bench $(PYTHONS)
-	$(firstword $(wildcard $(foreach v,$(PYTHONS),.venv-$(v)/bin/python))) benchmarks/dynamo/report.py \
-	    --plot $(RESULTS)/guard_overhead.png $(foreach v,$(PYTHONS),$(wildcard $(RESULTS)/guard_overhead-$(v).json))
 
 test:
 	tools/each_python.sh test $(PYTHONS)

@@ -7,6 +7,11 @@
 #
 # Usage: tools/each_python.sh JOB VERSION...
 #   JOB: setup | test | bench | sanitize
+#
+# bench: each interpreter writes benchmarks/dynamo/results/guard_overhead-X.Y.json
+# (BENCH_ARGS passes options to the runner); then report.py prints the
+# results of the interpreters whose run passed side by side and writes one
+# chart of them all, benchmarks/dynamo/results/guard_overhead.png.
 #   VERSION: a CPython minor release, e.g. 3.12
 #
 # Where an interpreter comes from: `pythonX.Y` on PATH, else pyenv's
@@ -25,6 +30,7 @@ shift
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
+RESULTS=benchmarks/dynamo/results
 DEPS=(torch==2.13.0 "setuptools>=64" wheel cmake ninja pytest expecttest hypothesis transformers matplotlib)
 
 is_minor() {  # whether interpreter $1 runs and is CPython minor release $2
@@ -69,13 +75,16 @@ run_job() {  # $1: version; runs $job with that venv's python
   case $job in
     setup) ;;
     test) "$py" -m pytest test/dynamo -q -p no:cacheprovider ;;
-    bench) "$py" benchmarks/dynamo/guard_overhead.py --json "benchmarks/dynamo/results/guard_overhead-$v.json" ${BENCH_ARGS:-} ;;
+    bench)
+      rm -f "$RESULTS/guard_overhead-$v.json"  # never report an earlier run's figures
+      "$py" benchmarks/dynamo/guard_overhead.py --json "$RESULTS/guard_overhead-$v.json" ${BENCH_ARGS:-}
+      ;;
     sanitize) tools/sanitize.sh "$py" ;;
     *) echo "each_python: unknown job '$job'" >&2; return 2 ;;
   esac
 }
 
-ran=() failed=() missing=()
+ran=() passed=() failed=() missing=()
 for v in "$@"; do
   base=$(find_python "$v")
   if [[ -z $base ]]; then
@@ -87,6 +96,7 @@ for v in "$@"; do
   start=$SECONDS
   if ensure_venv "$v" "$base" && run_job "$v"; then
     ran+=("$v: passed in $((SECONDS - start)) s")
+    passed+=("$v")
   else
     ran+=("$v: FAILED after $((SECONDS - start)) s")
     failed+=("$v")
@@ -98,4 +108,11 @@ echo "== $job: summary"
 for line in "${ran[@]}"; do echo "   ran $line"; done
 for v in "${missing[@]}"; do echo "   not found: CPython $v"; done
 [[ ${#ran[@]} -gt 0 ]] || { echo "each_python: no interpreter found for $job" >&2; exit 1; }
+if [[ $job == bench && ${#passed[@]} -gt 0 ]]; then
+  echo
+  reports=()
+  for v in "${passed[@]}"; do reports+=("$RESULTS/guard_overhead-$v.json"); done
+  ".venv-${passed[0]}/bin/python" benchmarks/dynamo/report.py --summary-only --plot "$RESULTS/guard_overhead.png" "${reports[@]}" ||
+    failed+=("report")
+fi
 [[ ${#failed[@]} -eq 0 ]]
