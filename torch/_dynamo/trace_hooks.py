@@ -19,6 +19,13 @@ Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
 property, a class constant), torch guards only ``type(obj)`` by id; while the
 fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
 the class (or a base) no longer answers with that object.
+
+When the trace calls a module that has no hooks, torch 2.13 takes
+``type(module).forward`` straight from the class and checks, without a
+guard, that the global module hook dicts are empty. While the fork is
+installed that call also installs CLASS_ATTR_MATCH on ``forward`` (a class
+patched after compiling) and EMPTY_NN_MODULE_HOOKS_DICT on each empty global
+hook dict (a global hook registered after compiling).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from torch._dynamo.guards import install_guard
+from torch._dynamo.guards import GuardBuilder, install_guard
+from torch._dynamo.source import AttrSource
 from torch._dynamo.variables.builder import SourcelessBuilder
 from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
 from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
@@ -42,6 +50,16 @@ from dynamo_guards.nn_module_attributes import (
 _original_manual_getattr: Callable[..., Any] | None = None
 _original_class_lookup: Callable[..., Any] | None = None
 _original_generic_getattr: Callable[..., Any] | None = None
+_original_module_call: Callable[..., Any] | None = None
+
+# The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
+# .call_function reads through len() before it inlines ``forward``.
+GLOBAL_MODULE_HOOK_DICTS = (
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_forward_hooks",
+    "_global_forward_pre_hooks",
+)
 
 
 def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
@@ -80,10 +98,31 @@ def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
     return _original_generic_getattr(self, tx, name)
 
 
+def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> Any:
+    """Guards what torch's call reads without a guard: the class's
+    ``forward`` (unless the instance __dict__ holds one, which torch guards)
+    and the emptiness of the global module hook dicts."""
+    assert _original_module_call is not None
+    if self.source is not None:
+        instance_dict = getattr(self.value, "__dict__", None)
+        if isinstance(instance_dict, dict) and "forward" not in instance_dict:
+            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name="forward")))
+        import torch.nn.modules.module as module_py
+
+        module_source = tx.import_source(module_py.__name__)
+        for dict_name in GLOBAL_MODULE_HOOK_DICTS:
+            if not getattr(module_py, dict_name):
+                hooks_source = AttrSource(module_source, dict_name)
+                install_guard(hooks_source.make_guard(GuardBuilder.EMPTY_NN_MODULE_HOOKS_DICT))
+    return _original_module_call(self, tx, args, kwargs)
+
+
 def install_trace_hooks() -> None:
-    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr
+    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
     if _original_manual_getattr is not None:
         return
+    _original_module_call = UnspecializedNNModuleVariable.call_function
+    UnspecializedNNModuleVariable.call_function = _call_unspecialized_module  # type: ignore[method-assign]
     _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
     _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
     _original_generic_getattr = UserDefinedObjectVariable.generic_getattr
@@ -93,9 +132,11 @@ def install_trace_hooks() -> None:
 
 
 def uninstall_trace_hooks() -> None:
-    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr
+    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
     if _original_manual_getattr is None:
         return
+    UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]
+    _original_module_call = None
     UserDefinedObjectVariable.generic_getattr = _original_generic_getattr  # type: ignore[method-assign]
     _original_generic_getattr = None
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]
