@@ -164,6 +164,16 @@ def forward_reading_every_name(self: nn.Module, x: torch.Tensor) -> torch.Tensor
     return x
 
 
+def forward_scaled_by(k: int) -> Callable[[nn.Module, torch.Tensor], torch.Tensor]:
+    """A replacement ``forward`` for a class (what kernel-patching libraries
+    do): reads every name, then scales."""
+
+    def forward(self: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return forward_reading_every_name(self, x) * k
+
+    return forward
+
+
 # -- mutations ---------------------------------------------------------------
 
 
@@ -197,13 +207,25 @@ class Mutation:
                 setattr(mod, self.name, float(self.k))
             except (AttributeError, TypeError):  # a property without a setter, a parameter slot
                 pass
+        elif self.op == "replace_forward":
+            cls.forward = forward_scaled_by(self.k)
         elif self.op == "swap_class":
             mod.__class__ = type("Swapped", (type(mod),), {})
         else:
             raise ValueError(self.op)
 
 
-OPS = ("set_class_member", "delete_class_member", "add_getattr", "remove_getattr", "place", "remove", "module_setattr", "swap_class")
+OPS = (
+    "set_class_member",
+    "delete_class_member",
+    "add_getattr",
+    "remove_getattr",
+    "place",
+    "remove",
+    "module_setattr",
+    "replace_forward",
+    "swap_class",
+)
 
 class_spec = st.builds(
     ClassSpec,

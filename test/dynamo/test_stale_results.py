@@ -152,5 +152,59 @@ class TestGlobalHooks(StaleResultTestCase):
         self.check(layered, mutate, stock_stale=True)
 
 
+def with_class_constant(value: Any) -> Callable[[], nn.Module]:
+    def make() -> nn.Module:
+        class Net(nn.Module):
+            eps = value
+
+        def forward(self, x):
+            eps = self.eps
+            if isinstance(eps, tuple):
+                eps = sum(eps)
+            return x / eps
+
+        Net.forward = forward
+        return Net()
+
+    return make
+
+
+class TestClassConstants(StaleResultTestCase):
+    """The fork's CLASS_ATTR_MATCH compares an immutable constant by value,
+    so an equal new object keeps the compiled code, as under stock."""
+
+    def test_class_float_replaced_by_equal_float(self):
+        def mutate(state):
+            type(state.target).eps = float("1e-3")
+
+        self.check(with_class_constant(1e-3), mutate, stock_stale=False)
+
+    def test_class_tuple_replaced_by_equal_tuple(self):
+        def mutate(state):
+            type(state.target).eps = tuple([1, 2.5])
+
+        self.check(with_class_constant((1, 2.5)), mutate, stock_stale=False)
+
+    def test_class_float_replaced_by_other_float(self):
+        def mutate(state):
+            type(state.target).eps = 0.5
+
+        self.check(with_class_constant(1e-3), mutate, stock_stale=False)
+
+    def test_class_zero_replaced_by_negative_zero(self):
+        # 0.0 == -0.0, but x / eps tells them apart; stock's guard on the
+        # constant compares with ==.
+        def mutate(state):
+            type(state.target).eps = -0.0
+
+        self.check(with_class_constant(0.0), mutate, stock_stale=True)
+
+    def test_class_int_replaced_by_equal_float(self):
+        def mutate(state):
+            type(state.target).eps = 2.0
+
+        self.check(with_class_constant(2), mutate, stock_stale=False)
+
+
 if __name__ == "__main__":
     run_tests()

@@ -122,7 +122,10 @@ def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
 
 def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
     """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
-    still finds the object the trace found. See module_attr_guards.h."""
+    still finds the object the trace found (natively, an equal immutable
+    constant; the lambda on a fallen-back frame's stock managers compares
+    identity, which may recompile but never passes a different value). See
+    module_attr_guards.h."""
     value = builder.get(guard)
     found = class_lookup(type(value), name)
     if found is None:

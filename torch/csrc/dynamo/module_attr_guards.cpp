@@ -1,6 +1,7 @@
 #include "torch/csrc/dynamo/module_attr_guards.h"
 
 #include "torch/csrc/dynamo/argument_checks.h"
+#include "torch/csrc/dynamo/immutable_constants.h"
 #include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
@@ -31,13 +32,15 @@ bool NN_MODULE_ATTR_RESOLUTION::check(PyObject* value) {
 }
 
 CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
-    : LeafGuard(std::move(parts), std::move(stack)), name_(interned_name(name, "name")) {
-  PyObject* ref = PyWeakref_NewRef(expected.ptr(), nullptr);
+    : LeafGuard(std::move(parts), std::move(stack)),
+      name_(interned_name(name, "name")),
+      compare_by_value_(is_immutable_constant(expected.ptr())) {
+  PyObject* ref = compare_by_value_ ? nullptr : PyWeakref_NewRef(expected.ptr(), nullptr);  // new
   if (ref != nullptr) {
     expected_ = py::reinterpret_steal<py::object>(ref);
     expected_is_weakref_ = true;
   } else {
-    PyErr_Clear();
+    PyErr_Clear();  // not weakly referenceable, or an immutable constant
     expected_ = std::move(expected);
     expected_is_weakref_ = false;
   }
@@ -55,7 +58,10 @@ bool CLASS_ATTR_MATCH::check(PyObject* value) {
   return cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
     PyObject* found = _PyType_Lookup(type, name_.ptr());  // borrowed
     PyObject* want = expected();
-    return want != nullptr && found == want;
+    if (want == nullptr || found == nullptr) {
+      return false;
+    }
+    return found == want || (compare_by_value_ && same_immutable_constant(found, want));
   });
 }
 

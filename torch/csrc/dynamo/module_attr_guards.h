@@ -67,7 +67,9 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
 // base class gaining an override, then goes unnoticed.
 //
 // Fast path: the verdict is a ClassVerdictCache. The expected object is held weakly when it supports weak references (a
-// replaced method is not kept alive by the guard), strongly otherwise.
+// replaced method is not kept alive by the guard), strongly otherwise. An
+// immutable constant (immutable_constants.h) matches an equal one: the trace
+// used its value, so `C.eps = float("1e-3")` keeps the verdict, as stock's.
 class CLASS_ATTR_MATCH : public LeafGuard {
  public:
   CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
@@ -83,6 +85,7 @@ class CLASS_ATTR_MATCH : public LeafGuard {
   py::str name_;
   py::object expected_;  // the object, or a weakref to it
   bool expected_is_weakref_;
+  bool compare_by_value_;
   ClassVerdictCache cache_;
 };
 
