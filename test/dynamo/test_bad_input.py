@@ -289,6 +289,21 @@ class TreeSizeTests(TestCase):
             for _ in range(100_000):
                 m = m.getattr_manager("n", "...n", 1, PLAIN)
 
+    def test_class_attr_match_on_a_deeply_nested_tuple(self):
+        # Deeper than immutable_constants' tuple limit: compared by identity,
+        # never walked on the C stack.
+        deep: tuple = ()
+        for _ in range(1_000_000):
+            deep = (deep,)
+        owner = type("Owner", (), {"k": deep})
+        root = guards.RootGuardManager()
+        root.add_class_attr_match_guard("k", deep, ["type(x).k is deep"], None)
+        self.assertIs(root.check(owner()), True)
+        owner.k = (deep[0],)  # equal, not the same object
+        self.assertIs(root.check(owner()), False)
+        owner.k = deep
+        self.assertIs(root.check(owner()), True)
+
     def test_wide_tree(self):
         n = 20_000
         holder = Holder(**{f"a{i}": i for i in range(n)})

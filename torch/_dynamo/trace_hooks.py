@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import torch.nn.modules.module as module_py
 from torch._dynamo.guards import GuardBuilder, install_guard
 from torch._dynamo.source import AttrSource
 from torch._dynamo.variables.builder import SourcelessBuilder
@@ -107,11 +108,10 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
         instance_dict = getattr(self.value, "__dict__", None)
         if isinstance(instance_dict, dict) and "forward" not in instance_dict:
             install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name="forward")))
-        import torch.nn.modules.module as module_py
-
-        module_source = tx.import_source(module_py.__name__)
-        for dict_name in GLOBAL_MODULE_HOOK_DICTS:
-            if not getattr(module_py, dict_name):
+        empty = [name for name in GLOBAL_MODULE_HOOK_DICTS if not getattr(module_py, name)]
+        if empty:
+            module_source = tx.import_source(module_py.__name__)
+            for dict_name in empty:
                 hooks_source = AttrSource(module_source, dict_name)
                 install_guard(hooks_source.make_guard(GuardBuilder.EMPTY_NN_MODULE_HOOKS_DICT))
     return _original_module_call(self, tx, args, kwargs)

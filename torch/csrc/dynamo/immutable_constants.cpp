@@ -15,21 +15,30 @@ bool same_bits(const void* a, const void* b, size_t size) {
   return std::memcmp(a, b, size) == 0;
 }
 
-}  // namespace
+// Tuples nested deeper than this are not constants here (they are compared
+// by identity): both walks below recurse on the C stack, and a walk in
+// same_immutable_constant is bounded by its expected value's depth.
+constexpr int kMaxTupleDepth = 32;
 
-bool is_immutable_constant(PyObject* value) {
+bool is_constant_within(PyObject* value, int depth) {
   if (is_scalar_constant(value)) {
     return true;
   }
-  if (!PyTuple_CheckExact(value)) {
+  if (!PyTuple_CheckExact(value) || depth >= kMaxTupleDepth) {
     return false;
   }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); ++i) {
-    if (!is_immutable_constant(PyTuple_GET_ITEM(value, i))) {
+    if (!is_constant_within(PyTuple_GET_ITEM(value, i), depth + 1)) {
       return false;
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool is_immutable_constant(PyObject* value) {
+  return is_constant_within(value, 0);
 }
 
 bool same_immutable_constant(PyObject* a, PyObject* b) {

@@ -5,7 +5,8 @@
 namespace dynamo_guards {
 
 // Immutable constants: values of the exact builtin types None, bool, int,
-// float, complex, str and bytes, and exact tuples of them. Dynamo's trace
+// float, complex, str and bytes, and exact tuples of them nested at most 32
+// deep (deeper ones are compared by identity). Dynamo's trace
 // bakes such a value into the graph by value, so a guard on it needs only
 // an equal value, not the same object (a class constant reassigned to an
 // equal new object must not recompile).
