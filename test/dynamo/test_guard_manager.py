@@ -304,6 +304,77 @@ class ManagerTests(TestCase):
         fn.__defaults__ = (5,)
         self.assertFalse(root.check(value))
 
+    def test_getattr_builtin_fields_follow_mutations(self):
+        # getattr on a function, cell or bound method reads the object's own
+        # field; each mutation of that field must still fail the guard.
+        def make_fn():
+            captured = 1
+
+            def fn(a, b=3, *, c=4):
+                return a + b + c + captured
+
+            return fn
+
+        fn = make_fn()
+        cell = fn.__closure__[0]
+        method = types.MethodType(fn, Pair)
+        value = {"fn": fn, "cell": cell, "m": method}
+        root = guards.RootGuardManager()
+
+        def attr(local, name, example):
+            mgr = root.framelocals_manager((local, 0), f"L[{local!r}]", value[local], PLAIN)
+            return mgr.getattr_manager(name, f"L[{local!r}].{name}", example, PLAIN)
+
+        attr("fn", "__defaults__", fn.__defaults__).add_equals_match_guard((3,), ["defaults"], None)
+        attr("fn", "__kwdefaults__", fn.__kwdefaults__).add_dict_length_check_guard(1, ["kwdefaults"], None)
+        attr("fn", "__code__", fn.__code__).add_id_match_guard(id(fn.__code__), ["code"], None)
+        attr("fn", "__closure__", fn.__closure__).add_length_check_guard(1, ["closure"], None)
+        attr("fn", "__globals__", fn.__globals__).add_id_match_guard(id(fn.__globals__), ["globals"], None)
+        attr("cell", "cell_contents", 1).add_equals_match_guard(1, ["cell_contents == 1"], None)
+        attr("m", "__func__", fn).add_id_match_guard(id(fn), ["__func__"], None)
+        attr("m", "__self__", Pair).add_id_match_guard(id(Pair), ["__self__"], None)
+        self.assertTrue(root.check(value))
+
+        def fails_after(mutate, restore):
+            mutate()
+            try:
+                self.assertFalse(root.check(value))
+            finally:
+                restore()
+            self.assertTrue(root.check(value))
+
+        fails_after(lambda: setattr(fn, "__defaults__", (5,)), lambda: setattr(fn, "__defaults__", (3,)))
+        fails_after(lambda: setattr(fn, "__defaults__", None), lambda: setattr(fn, "__defaults__", (3,)))
+        fails_after(lambda: setattr(fn, "__kwdefaults__", None), lambda: setattr(fn, "__kwdefaults__", {"c": 4}))
+        code = fn.__code__
+        fails_after(lambda: setattr(fn, "__code__", code.replace()), lambda: setattr(fn, "__code__", code))
+        fails_after(lambda: setattr(cell, "cell_contents", 2), lambda: setattr(cell, "cell_contents", 1))
+        fails_after(lambda: delattr(cell, "cell_contents"), lambda: setattr(cell, "cell_contents", 1))
+        other = types.MethodType(make_fn(), Pair)
+        fails_after(lambda: value.__setitem__("m", other), lambda: value.__setitem__("m", method))
+
+    def test_getattr_builtin_field_names_on_other_objects_use_getattr(self):
+        # The same names on an object of another type are ordinary attributes.
+        holder = types.SimpleNamespace(__defaults__=(3,), cell_contents=1, __self__=Pair)
+        root = guards.RootGuardManager()
+        local = root.framelocals_manager(("h", 0), "L['h']", holder, PLAIN)
+        local.getattr_manager("__defaults__", "L['h'].__defaults__", (3,), PLAIN).add_equals_match_guard(
+            (3,), ["defaults"], None
+        )
+        local.getattr_manager("cell_contents", "L['h'].cell_contents", 1, PLAIN).add_equals_match_guard(
+            1, ["cell_contents"], None
+        )
+        local.getattr_manager("__self__", "L['h'].__self__", Pair, PLAIN).add_id_match_guard(
+            id(Pair), ["__self__"], None
+        )
+        self.assertTrue(root.check({"h": holder}))
+        holder.cell_contents = 2
+        self.assertFalse(root.check({"h": holder}))
+        holder.cell_contents = 1
+        self.assertTrue(root.check({"h": holder}))
+        del holder.__defaults__
+        self.assertFalse(root.check({"h": holder}))
+
     def test_type_dict_and_mro_accessors(self):
         root = guards.RootGuardManager()
         t = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN).type_manager("type(p)", Pair, PLAIN)

@@ -251,9 +251,76 @@ PyObject* GenericGetAttrGuardAccessor::access(PyObject* parent) {
   return PyObject_GenericGetAttr(parent, key_.ptr());
 }
 
+static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
+  using Field = GetAttrGuardAccessor::BuiltinField;
+  static const std::pair<const char*, Field> kFields[] = {
+      {"__defaults__", Field::FunctionDefaults},
+      {"__kwdefaults__", Field::FunctionKwDefaults},
+      {"__code__", Field::FunctionCode},
+      {"__closure__", Field::FunctionClosure},
+      {"__globals__", Field::FunctionGlobals},
+      {"cell_contents", Field::CellContents},
+      {"__func__", Field::MethodFunction},
+      {"__self__", Field::MethodSelf},
+  };
+  for (const auto& [attr, field] : kFields) {
+    if (PyUnicode_CompareWithASCIIString(name, attr) == 0) {
+      return field;
+    }
+  }
+  return Field::None;
+}
+
 GetAttrGuardAccessor::GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
-    : InstanceAttrAccessor(interned_name(key, "attr"), std::move(c)) {}
+    : InstanceAttrAccessor(interned_name(key, "attr"), std::move(c)), field_(builtin_field(key_.ptr())) {}
+
 PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
+  const bool function = Py_IS_TYPE(parent, &PyFunction_Type);
+  switch (field_) {
+    case BuiltinField::FunctionDefaults:
+      if (function) {
+        return new_ref_or_none(PyFunction_GET_DEFAULTS(parent));
+      }
+      break;
+    case BuiltinField::FunctionKwDefaults:
+      if (function) {
+        return new_ref_or_none(PyFunction_GET_KW_DEFAULTS(parent));
+      }
+      break;
+    case BuiltinField::FunctionCode:
+      if (function) {
+        return Py_NewRef(PyFunction_GET_CODE(parent));
+      }
+      break;
+    case BuiltinField::FunctionClosure:
+      if (function) {
+        return new_ref_or_none(PyFunction_GET_CLOSURE(parent));
+      }
+      break;
+    case BuiltinField::FunctionGlobals:
+      if (function) {
+        return Py_NewRef(PyFunction_GET_GLOBALS(parent));
+      }
+      break;
+    case BuiltinField::CellContents:
+      if (Py_IS_TYPE(parent, &PyCell_Type)) {
+        // An empty cell: getattr raises ValueError, and the guard fails.
+        return Py_XNewRef(PyCell_GET(parent));
+      }
+      break;
+    case BuiltinField::MethodFunction:
+      if (Py_IS_TYPE(parent, &PyMethod_Type)) {
+        return Py_NewRef(PyMethod_GET_FUNCTION(parent));
+      }
+      break;
+    case BuiltinField::MethodSelf:
+      if (Py_IS_TYPE(parent, &PyMethod_Type)) {
+        return Py_NewRef(PyMethod_GET_SELF(parent));
+      }
+      break;
+    case BuiltinField::None:
+      break;
+  }
   return PyObject_GetAttr(parent, key_.ptr());
 }
 

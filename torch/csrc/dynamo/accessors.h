@@ -141,6 +141,29 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
   static constexpr const char* kKind = "GetAttrGuardAccessor";
   GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
+
+  // The attributes of functions, cells and bound methods that Dynamo
+  // guards (`fn.__defaults__`, `cell.cell_contents`, ...), read from the
+  // object's own field when the parent is of that exact builtin type.
+  // Sound because none of these types can be subclassed or given new
+  // attributes, and each name is a data descriptor (getset or member) of
+  // the type, which an instance __dict__ cannot shadow: getattr would
+  // return that same field. Skipped: the "object.__getattr__" audit event
+  // CPython raises for some of them, and generic attribute lookup.
+  enum class BuiltinField : uint8_t {
+    None,
+    FunctionDefaults,
+    FunctionKwDefaults,
+    FunctionCode,
+    FunctionClosure,
+    FunctionGlobals,
+    CellContents,
+    MethodFunction,
+    MethodSelf,
+  };
+
+ private:
+  BuiltinField field_;
 };
 // tensor.size(i) / stride(i) / storage_offset(); ATen, in tensor_property_accessor.cpp.
 DYNAMO_GUARDS_ACCESSOR(TensorSizeGuardAccessor);
