@@ -659,6 +659,49 @@ class SubtreeMemoTests(TestCase):
     def test_memo_tensor_resized_in_place(self):
         self.assert_memo_invalidated(lambda o: o.t.resize_(3, 3))
 
+    def test_memo_tensor_transposed_in_place(self):
+        # Same sizes, other strides.
+        self.assert_memo_invalidated(lambda o: o.t.t_())
+
+    def test_memo_tensor_dtype_changed_through_data(self):
+        self.assert_memo_invalidated(lambda o: setattr(o.t, "data", o.t.data.double()))
+
+    def test_memo_tensor_class_swapped(self):
+        class Marked(torch.Tensor):
+            pass
+
+        self.assert_memo_invalidated(lambda o: setattr(o.t, "__class__", Marked))
+
+    def test_memo_tensor_impls_swapped(self):
+        # swap_tensors gives the Python object another TensorImpl.
+        self.assert_memo_invalidated(lambda o: torch.utils.swap_tensors(o.t, torch.randn(3, 2)))
+
+    def test_memo_dynamic_and_high_rank_tensors_resized(self):
+        # Tensors whose expected sizes are not all static, or whose rank is
+        # above the inline limit, are checked by their guard from the log.
+        for shape, dynamic in [((2, 3), [None, 3]), ((1, 2, 1, 2, 1), None)]:
+            obj = Holder(t=torch.randn(*shape))
+            root = guards.RootGuardManager()
+            m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+            m.add_type_match_guard(id_type(obj), ["type(L['m']) is Holder"], None)
+            d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+            t = d.dict_getitem_manager("t", "L['m'].t", obj.t, PLAIN)
+            sizes = dynamic if dynamic is not None else list(shape)
+            strides = [None, 1] if dynamic is not None else list(obj.t.stride())
+            t.add_tensor_match_guard(
+                obj.t, sizes, strides, "L['m'].t", ["check_tensor(L['m'].t)"], None, type(obj.t),
+                torch._C._dispatch_keys(obj.t),
+            )
+            root.finalize()
+            self.assertTrue(root.check({"m": obj}))
+            self.assertEqual(m.memo_log_kinds().get("Tensor"), 1)
+            self.assertTrue(root.check({"m": obj}), "from the log")
+            if dynamic is not None:
+                obj.t.resize_(5, 3)
+                self.assertTrue(root.check({"m": obj}), "a dynamic size may change")
+            obj.t.resize_(2, 4) if dynamic is not None else obj.t.resize_(1, 2, 1, 2, 2)
+            self.assertFalse(root.check({"m": obj}), shape)
+
     def test_memo_tensor_data_swapped(self):
         def swap(o):
             o.t.data = torch.randn(5)

@@ -289,7 +289,7 @@ PYBIND11_MODULE(_C, m) {
                 return;
               }
               objects.push_back(reinterpret_cast<const void*>(step.c));
-              if (const void* autograd_meta = static_cast<const TENSOR_MATCH*>(step.b)->autograd_meta_hint()) {
+              if (const void* autograd_meta = self.memo()->tensor_record(step).autograd_meta) {
                 objects.push_back(autograd_meta);
               }
             });

@@ -222,11 +222,14 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   push({MemoStep::Kind::Leaf, value, guard, guard->may_run_python() ? 1u : 0u});
 }
 
-void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl) {
+void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta) {
   if (!reachable(value)) {
     return;
   }
-  push({MemoStep::Kind::Tensor, value, guard, reinterpret_cast<uintptr_t>(impl)});
+  MemoStep step(MemoStep::Kind::Tensor, value, guard, reinterpret_cast<uintptr_t>(impl));
+  step.tag = static_cast<uint32_t>(tensors_.size());
+  tensors_.push_back({guard->expectation(), autograd_meta});
+  push(step);
 }
 
 void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
@@ -234,6 +237,24 @@ void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
     return;
   }
   push({MemoStep::Kind::Walk, parent, accessor, 0});
+}
+
+// Starts loading what a Tensor step reads besides the tensor object: the
+// TensorImpl fields its check compares (keys, dtype, device, sizes,
+// strides) and the autograd metadata's vtable and requires_grad flag, at
+// the addresses recorded with the log. They are almost always still the
+// tensor's; a prefetch never faults and changes no result.
+static inline void prefetch_tensor_metadata(const MemoStep& step, const TensorRecord& record) {
+  const char* impl = reinterpret_cast<const char*>(step.c);
+  const TensorMetadataLayout& layout = kTensorMetadataLayout;
+  for (unsigned off = layout.impl_begin; off < layout.impl_end; off += 64) {
+    __builtin_prefetch(impl + off);
+  }
+  __builtin_prefetch(impl + layout.impl_end - 1);
+  if (const char* autograd_meta = static_cast<const char*>(record.autograd_meta)) {
+    __builtin_prefetch(autograd_meta);
+    __builtin_prefetch(autograd_meta + layout.requires_grad);
+  }
 }
 
 bool SubtreeMemo::validate(PyObject* value) const {
@@ -274,22 +295,8 @@ bool SubtreeMemo::validate(PyObject* value) const {
       const MemoStep& ahead = steps[i + kPrefetchDistance];
       __builtin_prefetch(ahead.a);
       if (ahead.kind == MemoStep::Kind::Tensor) {
-        // The tensor's metadata (keys, dtype, sizes, strides) sits in its
-        // TensorImpl, one more dependent load away; its recorded address is
-        // almost always still the right one. The guard holds what it is
-        // compared with.
-        const char* impl = reinterpret_cast<const char*>(ahead.c);
-        __builtin_prefetch(impl);
-        __builtin_prefetch(impl + 64);
-        __builtin_prefetch(impl + 128);
-        __builtin_prefetch(ahead.b);
+        prefetch_tensor_metadata(ahead, tensors_[ahead.tag]);
       }
-    }
-    if (i + kPrefetchDistance / 2 < n && steps[i + kPrefetchDistance / 2].kind == MemoStep::Kind::Tensor) {
-      // Halfway there, the guard (prefetched above) says where the tensor's
-      // autograd metadata was: the requires_grad check's own load. The
-      // guard is owned by the tree, which outlives the log.
-      __builtin_prefetch(static_cast<const TENSOR_MATCH*>(steps[i + kPrefetchDistance / 2].b)->autograd_meta_hint());
     }
     const MemoStep& s = steps[i];
     switch (s.kind) {
@@ -328,8 +335,13 @@ bool SubtreeMemo::validate(PyObject* value) const {
         if (tensor_state == nullptr) {
           tensor_state = &TensorLocalState::current(fresh_state);
         }
-        if (!static_cast<const TENSOR_MATCH*>(s.b)->matches(static_cast<PyObject*>(s.a), *tensor_state)) {
-          return false;
+        {
+          const TensorRecord& record = tensors_[s.tag];
+          PyObject* tensor = static_cast<PyObject*>(s.a);
+          if (!(record.expected.all_static ? tensor_matches_static(record.expected, tensor, *tensor_state)
+                                           : static_cast<const TENSOR_MATCH*>(s.b)->matches(tensor, *tensor_state))) {
+            return false;
+          }
         }
         break;
       case MemoStep::Kind::Walk:
@@ -430,6 +442,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
     if (validating_ == 0) {
       steps_.clear();
       dict_checks_.clear();
+      tensors_.clear();
       watches_->clear();
     }
     return true;
@@ -447,6 +460,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   aborts_ = 0;
   watches_ = std::move(watches);  // the previous set stops watching
   steps_ = recorder.take_steps();
+  tensors_ = recorder.take_tensors();
   bool pins_versions = false;
   bool runs_python = false;
   for (const MemoStep& step : steps_) {

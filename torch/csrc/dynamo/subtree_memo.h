@@ -44,6 +44,7 @@
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/python_compat.h"
+#include "torch/csrc/dynamo/tensor_expectation.h"
 #include "torch/csrc/dynamo/watchers.h"
 
 namespace dynamo_guards {
@@ -62,7 +63,7 @@ struct MemoStep {
     Type,        // a: the object, b: its type
     TypeTag,     // a: the object, b: its type, c: the type's version tag
     Leaf,        // a: the object, b: the LeafGuard to run on it, c: 1 if it may run Python code
-    Tensor,      // a: the tensor, b: the TENSOR_MATCH to run on it, c: its TensorImpl's address (prefetched only)
+    Tensor,      // a: the tensor, b: its TENSOR_MATCH, c: its TensorImpl's address (prefetched only), tag: its TensorRecord
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
     DictRun,     // consecutive Dict steps: a: the first dict, b: how many, c: index of the first DictCheck
     // A TypeTag step and the ObjectDict step of the same object, fused: a:
@@ -78,7 +79,7 @@ struct MemoStep {
 
   Kind kind;
   int16_t slot_offset = 0;  // TaggedObjectDict and TypedObjectDict only
-  uint32_t tag = 0;         // TaggedObjectDict only
+  uint32_t tag = 0;         // TaggedObjectDict: the type's version tag; Tensor: the TensorRecord's index
   void* a;
   void* b;
   uint64_t c;
@@ -89,6 +90,13 @@ static_assert(sizeof(MemoStep) == 32, "two steps per cache line");
 struct DictCheck {
   PyObject* dict;
   uint64_t version;
+};
+
+// What a Tensor step compares and prefetches, kept in log order beside the
+// steps: validation reads these in sequence instead of each guard object.
+struct TensorRecord {
+  TensorExpectation expected;  // the guard's, when all_static; else the guard checks
+  const void* autograd_meta;   // where the tensor's autograd metadata was: prefetched, never read
 };
 
 // The kind's name, for introspection.
@@ -130,11 +138,12 @@ class MemoRecorder {
   // what no version pins (getattr, a dict subclass's own lookup).
   bool instance_lookup(PyObject* obj, AttrPath path);
   void leaf(LeafGuard* guard, PyObject* value);
-  void tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl);
+  void tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta);
   void abort() { aborted_ = true; }
 
   bool aborted() const { return aborted_; }
   std::vector<MemoStep> take_steps() { return std::move(steps_); }
+  std::vector<TensorRecord> take_tensors() { return std::move(tensors_); }
 
  private:
   void push(MemoStep step) { steps_.push_back(step); }
@@ -147,6 +156,7 @@ class MemoRecorder {
   WatchSet* watches_;
   bool aborted_ = false;
   std::vector<MemoStep> steps_;
+  std::vector<TensorRecord> tensors_;
   std::unordered_set<PyObject*> anchored_;
   std::unordered_set<PyObject*> dicts_;
   std::unordered_set<PyObject*> object_dicts_;
@@ -181,6 +191,8 @@ class SubtreeMemo {
   bool has_log() const { return valid_; }
   // What the log pins by watching; empty on 3.11.
   const WatchSet& watches() const { return *watches_; }
+  // The record of one of this log's Tensor steps.
+  const TensorRecord& tensor_record(const MemoStep& step) const { return tensors_[step.tag]; }
   // Calls f(kind, object, step) for every step of the log in order, with
   // each fused step as the steps it stands for (introspection and
   // benchmarks); `step` is the stored step, fused or not.
@@ -224,6 +236,7 @@ class SubtreeMemo {
   PyObject* value_ = nullptr;  // identity only: compared, never dereferenced
   std::vector<MemoStep> steps_;
   std::vector<DictCheck> dict_checks_;  // the DictRun steps' checks, in log order
+  std::vector<TensorRecord> tensors_;   // the Tensor steps' records, in log order
   // Whether some step pins a dict by its version and some step may run
   // Python code: validation then reads the dict version clock
   // (python_compat.h) around each such step, since that code may change a

@@ -3,6 +3,9 @@
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <cstddef>
 
 #include <sstream>
 
@@ -34,16 +37,19 @@ bool in_mode_without_ignore_compile_internals() {
   return flag == Py_True;
 }
 
-inline c10::DispatchKeySet apply(const TensorLocalState& state, c10::DispatchKeySet ks) {
-  c10::DispatchKeySet included(c10::DispatchKeySet::RAW, state.included);
-  c10::DispatchKeySet excluded(c10::DispatchKeySet::RAW, state.excluded);
-  c10::DispatchKeySet result = (ks | included) - excluded;
-  if (state.mask_python_keys) {
-    result = result -
-        c10::DispatchKeySet(
-                 {c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot, c10::DispatchKey::PythonDispatcher});
-  }
-  return result;
+// The keys a tensor dispatches on under `state`: the thread's forced-on
+// keys join the tensor's own, its forced-off keys leave, and (outside a
+// Python mode that asked to see compile internals) the three Python keys
+// are dropped, since Dynamo traces through Python dispatch itself.
+c10::DispatchKeySet python_keys() {
+  return c10::DispatchKeySet(c10::DispatchKey::Python) | c10::DispatchKeySet(c10::DispatchKey::PythonTLSSnapshot) |
+      c10::DispatchKeySet(c10::DispatchKey::PythonDispatcher);
+}
+
+inline uint64_t effective_keys(const TensorLocalState& state, c10::DispatchKeySet tensor_keys) {
+  static const uint64_t kPythonKeys = python_keys().raw_repr();
+  uint64_t keys = (tensor_keys.raw_repr() | state.included) & ~state.excluded;
+  return state.mask_python_keys ? keys & ~kPythonKeys : keys;
 }
 
 std::optional<int64_t> optional_int(py::handle item, const char* what) {
@@ -111,31 +117,34 @@ TENSOR_MATCH::TENSOR_MATCH(
   if (!PyType_Check(pytype_.ptr())) {
     throw py::type_error("pytype must be a type");
   }
-  // By MRO, as CPython lays instances out: no __subclasscheck__ is asked.
-  pytype_is_tensor_ = THPVariableClass != nullptr &&
-      PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(pytype_.ptr()), reinterpret_cast<PyTypeObject*>(THPVariableClass));
   if (!PyUnicode_Check(tensor_name.ptr())) {
     throw py::type_error("tensor_name must be a str");
   }
   tensor_name_ = tensor_name.cast<std::string>();
   const at::Tensor& t = THPVariable_Unpack(value.ptr());
-  uint64_t raw_keys = dispatch_keys.attr("raw_repr")().cast<uint64_t>();
-  dispatch_keys_ = apply(TensorLocalState::capture(), c10::DispatchKeySet(c10::DispatchKeySet::RAW, raw_keys)).raw_repr();
-  dtype_ = static_cast<int8_t>(t.scalar_type());
-  device_index_ = t.device().index();
-  requires_grad_ = t.requires_grad();
-  dim_ = t.dim();
+  expected_.pytype = pytype_.ptr();
+  // By MRO, as CPython lays instances out: no __subclasscheck__ is asked.
+  expected_.pytype_is_tensor = THPVariableClass != nullptr &&
+      PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(pytype_.ptr()), reinterpret_cast<PyTypeObject*>(THPVariableClass));
+  const uint64_t raw_keys = dispatch_keys.attr("raw_repr")().cast<uint64_t>();
+  expected_.dispatch_keys =
+      effective_keys(TensorLocalState::capture(), c10::DispatchKeySet(c10::DispatchKeySet::RAW, raw_keys));
+  expected_.dtype = static_cast<int8_t>(t.scalar_type());
+  expected_.device_index = t.device().index();
+  expected_.requires_grad = t.requires_grad();
+  expected_.dim = t.dim();
   sizes_ = optional_ints(sizes, "sizes");
   strides_ = optional_ints(strides, "strides");
-  if (static_cast<int64_t>(sizes_.size()) != dim_ || static_cast<int64_t>(strides_.size()) != dim_) {
+  if (static_cast<int64_t>(sizes_.size()) != expected_.dim || static_cast<int64_t>(strides_.size()) != expected_.dim) {
     throw py::value_error("sizes and strides must have one entry per dimension of the tensor");
   }
-  inline_static_ = dim_ <= kInlineRank;
-  for (int64_t i = 0; i < dim_ && inline_static_; ++i) {
-    inline_static_ = sizes_[i].has_value() && strides_[i].has_value();
-    inline_sizes_[i] = sizes_[i].value_or(0);
-    inline_strides_[i] = strides_[i].value_or(0);
+  bool all_static = expected_.dim <= TensorExpectation::kInlineRank;
+  for (int64_t i = 0; i < expected_.dim && all_static; ++i) {
+    all_static = sizes_[i].has_value() && strides_[i].has_value();
+    expected_.sizes[i] = sizes_[i].value_or(0);
+    expected_.strides[i] = strides_[i].value_or(0);
   }
+  expected_.all_static = all_static;
 }
 
 bool TENSOR_MATCH::check(PyObject* value) {
@@ -143,51 +152,79 @@ bool TENSOR_MATCH::check(PyObject* value) {
   return matches(value, TensorLocalState::current(fresh));
 }
 
-bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const {
-  if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != pytype_.ptr() || (!pytype_is_tensor_ && !THPVariable_Check(value))) {
-    return false;
+namespace {
+
+// The checks every tensor takes before its sizes and strides; the tensor,
+// when they pass.
+inline const at::Tensor* matching_tensor(
+    const TensorExpectation& expected,
+    PyObject* value,
+    const TensorLocalState& state) {
+  if (reinterpret_cast<PyObject*>(Py_TYPE(value)) != expected.pytype ||
+      (!expected.pytype_is_tensor && !THPVariable_Check(value))) {
+    return nullptr;
   }
   const at::Tensor& t = THPVariable_Unpack(value);
-  if (apply(state, t.key_set()).raw_repr() != dispatch_keys_ ||
-      static_cast<int8_t>(t.scalar_type()) != dtype_ || t.device().index() != device_index_ ||
-      t.requires_grad() != requires_grad_ || t.dim() != dim_) {
-    return false;
+  if (effective_keys(state, t.key_set()) != expected.dispatch_keys ||
+      static_cast<int8_t>(t.scalar_type()) != expected.dtype || t.device().index() != expected.device_index ||
+      t.requires_grad() != expected.requires_grad || t.dim() != expected.dim) {
+    return nullptr;
   }
-  if (inline_static_ && !t.unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
-    c10::IntArrayRef sizes = t.sizes();
-    c10::IntArrayRef strides = t.strides();
-    for (int64_t i = 0; i < dim_; ++i) {
-      if (sizes[i] != inline_sizes_[i] || strides[i] != inline_strides_[i]) {
-        return false;
-      }
+  return &t;
+}
+
+// Sizes and strides against expected values; nullopt entries are dynamic.
+// A symbolic size matches only when it has a concrete value.
+template <typename Expected>
+bool symbolic_sizes_match(const at::Tensor& t, int64_t dim, const Expected& sizes, const Expected& strides) {
+  c10::SymIntArrayRef actual_sizes = t.sym_sizes();
+  c10::SymIntArrayRef actual_strides = t.sym_strides();
+  for (int64_t i = 0; i < dim; ++i) {
+    std::optional<int64_t> size = sizes[i];
+    std::optional<int64_t> stride = strides[i];
+    if (size.has_value() && actual_sizes[i].maybe_as_int() != size) {
+      return false;
     }
-    return true;
-  }
-  c10::SymIntArrayRef sizes = t.sym_sizes();
-  c10::SymIntArrayRef strides = t.sym_strides();
-  for (int64_t i = 0; i < dim_; ++i) {
-    if (sizes_[i].has_value()) {
-      std::optional<int64_t> actual = sizes[i].maybe_as_int();
-      if (!actual.has_value() || *actual != *sizes_[i]) {
-        return false;
-      }
-    }
-    if (strides_[i].has_value()) {
-      std::optional<int64_t> actual = strides[i].maybe_as_int();
-      if (!actual.has_value() || *actual != *strides_[i]) {
-        return false;
-      }
+    if (stride.has_value() && actual_strides[i].maybe_as_int() != stride) {
+      return false;
     }
   }
   return true;
 }
 
+}  // namespace
+
+bool tensor_matches_static(const TensorExpectation& expected, PyObject* value, const TensorLocalState& state) {
+  const at::Tensor* t = matching_tensor(expected, value, state);
+  if (t == nullptr) {
+    return false;
+  }
+  if (t->unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    return symbolic_sizes_match(*t, expected.dim, expected.sizes, expected.strides);
+  }
+  c10::IntArrayRef sizes = t->sizes();
+  c10::IntArrayRef strides = t->strides();
+  for (int64_t i = 0; i < expected.dim; ++i) {
+    if (sizes[i] != expected.sizes[i] || strides[i] != expected.strides[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const {
+  if (expected_.all_static) {
+    return tensor_matches_static(expected_, value, state);
+  }
+  const at::Tensor* t = matching_tensor(expected_, value, state);
+  return t != nullptr && symbolic_sizes_match(*t, expected_.dim, sizes_, strides_);
+}
+
 void TENSOR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
-  // check() passed, so `value` is a tensor: its TensorImpl's address is
-  // logged for prefetching only.
+  // check() passed, so `value` is a tensor. Its TensorImpl and autograd
+  // metadata are logged as addresses to prefetch, never to read through.
   c10::TensorImpl* impl = THPVariable_Unpack(value).unsafeGetTensorImpl();
-  autograd_meta_hint_ = impl->autograd_meta();
-  recorder.tensor(this, value, impl);
+  recorder.tensor(this, value, impl, impl->autograd_meta());
 }
 
 std::string TENSOR_MATCH::mismatch(PyObject* value) const {
@@ -203,40 +240,40 @@ std::string TENSOR_MATCH::mismatch(PyObject* value) const {
   if (state == nullptr) {
     state = &fresh;
   }
-  c10::DispatchKeySet actual_keys = apply(*state, t.key_set());
-  if (actual_keys.raw_repr() != dispatch_keys_) {
+  c10::DispatchKeySet actual_keys(c10::DispatchKeySet::RAW, effective_keys(*state, t.key_set()));
+  if (actual_keys.raw_repr() != expected_.dispatch_keys) {
     out << "tensor '" << tensor_name_ << "' dispatch key set mismatch. expected "
-        << c10::DispatchKeySet(c10::DispatchKeySet::RAW, dispatch_keys_) << ", actual " << actual_keys;
+        << c10::DispatchKeySet(c10::DispatchKeySet::RAW, expected_.dispatch_keys) << ", actual " << actual_keys;
     return out.str();
   }
-  if (static_cast<int8_t>(t.scalar_type()) != dtype_) {
-    out << "tensor '" << tensor_name_ << "' dtype mismatch. expected " << static_cast<c10::ScalarType>(dtype_)
+  if (static_cast<int8_t>(t.scalar_type()) != expected_.dtype) {
+    out << "tensor '" << tensor_name_ << "' dtype mismatch. expected " << static_cast<c10::ScalarType>(expected_.dtype)
         << ", actual " << t.scalar_type();
     return out.str();
   }
-  if (t.device().index() != device_index_) {
+  if (t.device().index() != expected_.device_index) {
     out << "tensor '" << tensor_name_ << "' Tensor device index mismatch. Expected device index to be "
-        << device_index_ << ", actual " << static_cast<int>(t.device().index());
+        << expected_.device_index << ", actual " << static_cast<int>(t.device().index());
     return out.str();
   }
-  if (t.requires_grad() != requires_grad_) {
-    out << "tensor '" << tensor_name_ << "' requires_grad mismatch. expected requires_grad=" << requires_grad_;
+  if (t.requires_grad() != expected_.requires_grad) {
+    out << "tensor '" << tensor_name_ << "' requires_grad mismatch. expected requires_grad=" << expected_.requires_grad;
     return out.str();
   }
-  if (t.dim() != dim_) {
-    out << "tensor '" << tensor_name_ << "' rank mismatch. expected " << dim_ << ", actual " << t.dim();
+  if (t.dim() != expected_.dim) {
+    out << "tensor '" << tensor_name_ << "' rank mismatch. expected " << expected_.dim << ", actual " << t.dim();
     return out.str();
   }
   c10::SymIntArrayRef sizes = t.sym_sizes();
   c10::SymIntArrayRef strides = t.sym_strides();
-  for (int64_t i = 0; i < dim_; ++i) {
+  for (int64_t i = 0; i < expected_.dim; ++i) {
     if (sizes_[i].has_value() && sizes[i].maybe_as_int() != sizes_[i]) {
       out << "tensor '" << tensor_name_ << "' size mismatch at index " << i << ". expected " << *sizes_[i]
           << ", actual " << sizes[i];
       return out.str();
     }
   }
-  for (int64_t i = 0; i < dim_; ++i) {
+  for (int64_t i = 0; i < expected_.dim; ++i) {
     if (strides_[i].has_value() && strides[i].maybe_as_int() != strides_[i]) {
       out << "tensor '" << tensor_name_ << "' stride mismatch at index " << i << ". expected " << *strides_[i]
           << ", actual " << strides[i];
@@ -255,5 +292,29 @@ void TENSOR_MATCH::explain_failure(PyObject* value, CheckContext& ctx) {
   // A specific mismatch carries no user stack, as in torch's reports.
   ctx.record_failure(reason);
 }
+
+namespace {
+
+// Names TensorImpl's protected fields for offsetof; never constructed.
+// offsetof on a class with virtual functions is conditionally supported;
+// GCC and Clang give the layout of the headers the engine is built
+// against, which is the wheel's. The offsets only aim prefetches.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+struct TensorImplFields : c10::TensorImpl {
+  static TensorMetadataLayout layout() {
+    TensorMetadataLayout l{};
+    // autograd_meta_ (private) is declared right after storage_.
+    l.impl_begin = static_cast<uint16_t>(offsetof(TensorImplFields, storage_) + sizeof(c10::Storage));
+    l.impl_end = static_cast<uint16_t>(offsetof(TensorImplFields, key_set_) + sizeof(c10::DispatchKeySet));
+    l.requires_grad = static_cast<uint16_t>(offsetof(torch::autograd::AutogradMeta, requires_grad_));
+    return l;
+  }
+};
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+const TensorMetadataLayout kTensorMetadataLayout = TensorImplFields::layout();
 
 }  // namespace dynamo_guards
