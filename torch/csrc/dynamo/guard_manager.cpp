@@ -10,7 +10,10 @@
 
 namespace dynamo_guards {
 
-ManagerKind manager_kind_from_python(const py::object& guard_manager_enum) {
+ManagerKind manager_kind_for(const py::object& guard_manager_enum, py::handle example_value) {
+  if (!PyDict_Check(example_value.ptr())) {
+    return ManagerKind::Plain;  // torch too ignores the enum for other values
+  }
   py::object value = guard_manager_enum;
   if (py::hasattr(value, "value") && !PyLong_Check(value.ptr())) {
     value = value.attr("value");
@@ -151,10 +154,6 @@ std::unique_ptr<GuardManager> GuardManager::make_child(ManagerKind kind, std::st
   }
   std::unique_ptr<GuardManager> child;
   if (kind == ManagerKind::Dict) {
-    if (!PyDict_Check(example_value.ptr())) {
-      throw py::type_error(
-          "a DictGuardManager needs a dict example value, got " + std::string(Py_TYPE(example_value.ptr())->tp_name));
-    }
     child = std::make_unique<DictGuardManager>(root_, std::move(source), example_value);
   } else {
     child = std::make_unique<GuardManager>(root_, std::move(source), example_value);
@@ -172,8 +171,12 @@ std::unique_ptr<GuardManager> GuardManager::clone_node(RootGuardManager* root) c
 
 void GuardManager::clone_contents_into(GuardManager& copy, RootGuardManager* root, const py::object& keep) const {
   for (const LeafGuardPtr& leaf : leaves_) {
-    if (dynamic_cast<RelationalSlot*>(leaf.get()) == nullptr) {
-      copy.leaves_.push_back(leaf);
+    copy.leaves_.push_back(leaf);
+    // A kept slot records into the same relation, which the copy's root
+    // then verifies too (a relation whose other managers were not kept is
+    // never complete, and holds).
+    if (auto* slot = dynamic_cast<RelationalSlot*>(leaf.get())) {
+      root->register_relation(slot->state());
     }
   }
   for (const auto& accessor : accessors_) {
