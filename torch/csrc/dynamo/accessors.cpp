@@ -255,9 +255,6 @@ PythonLambdaGuardAccessor::PythonLambdaGuardAccessor(py::object key, std::unique
 PyObject* PythonLambdaGuardAccessor::access(PyObject* parent) {
   return PyObject_CallOneArg(key_.ptr(), parent);
 }
-std::string PythonLambdaGuardAccessor::repr() const {
-  return kKind;
-}
 
 GradGuardAccessor::GradGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {}

@@ -119,8 +119,15 @@ DYNAMO_GUARDS_ACCESSOR(TupleIteratorGetItemAccessor);
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(SetGetItemGuardAccessor);
 // globals[name]() for a weakref stored in the globals dict.
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(GlobalWeakRefGuardAccessor);
-// key(parent) for a Python callable key.
-DYNAMO_GUARDS_ACCESSOR_WITH_REPR(PythonLambdaGuardAccessor);
+// key(parent) for a Python callable key; a failure reports what it raised.
+class PythonLambdaGuardAccessor : public KeyedAccessor<PythonLambdaGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "PythonLambdaGuardAccessor";
+  PythonLambdaGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  std::string repr() const override { return kKind; }
+  bool reports_raised_error() const override { return true; }
+};
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(GradGuardAccessor);
 // The instance __dict__ (materialised if CPython keeps it lazily).
 class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAccessor> {

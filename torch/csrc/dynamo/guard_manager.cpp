@@ -233,6 +233,18 @@ std::string GuardAccessor::access_failure() const {
   return repr() + " failed on source " + child_->source();
 }
 
+std::string GuardAccessor::raised_error_text() const {
+  if (!PyErr_Occurred()) {
+    return access_failure();
+  }
+  py::error_already_set raised;  // takes the pending error
+  try {
+    return py::str(raised.value()).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    return access_failure();  // its __str__ raised too
+  }
+}
+
 bool GuardAccessor::matches(const char* kind, const py::object& key) const {
   if (std::string(kind) != this->kind()) {
     return false;
@@ -254,10 +266,10 @@ bool GuardAccessor::matches(const char* kind, const py::object& key) const {
 bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
   OwnedRef child_value(access(parent));
   if (!child_value) {
-    discard_python_error();
     if (ctx != nullptr) {
-      ctx->record_failure(access_failure());
+      ctx->record_failure(reports_raised_error() ? raised_error_text() : access_failure());
     }
+    discard_python_error();
     return false;
   }
   if (ctx != nullptr && ctx->recorder != nullptr) {
