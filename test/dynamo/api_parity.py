@@ -311,6 +311,48 @@ def accessor_sample(module: types.ModuleType, method: str, key: tuple[Any, ...])
     return f"{type(accessor).__name__} {accessor.repr()} -> {type(child).__name__} {child.get_source()}"
 
 
+# (method, key arguments, a parent value the accessor cannot read) for the
+# accessors torch reports in words of its own. (Values torch's accessors
+# read as the wrong type without checking, e.g. a tuple iterator, are left
+# out: torch crashes on them.)
+ACCESS_FAILURE_CALLS: list[tuple[str, tuple[Any, ...], Any]] = [
+    ("framelocals_manager", (("x", 0),), {}),
+    ("dict_getitem_manager", ("k",), {}),
+    ("getitem_manager", ("k",), {}),
+    ("list_getitem_manager", (5,), [1]),
+    ("tuple_getitem_manager", (5,), (1,)),
+    ("tensor_property_size_manager", (5,), torch.zeros(1)),
+    ("tensor_property_stride_manager", (5,), torch.zeros(1)),
+    ("tensor_property_storage_offset_manager", (None,), 1),
+    ("func_defaults_manager", (), 1),
+    ("func_kwdefaults_manager", (), 1),
+    ("code_manager", (), 1),
+    ("closure_manager", (), 1),
+    ("weakref_call_manager", (), 1),
+    ("call_function_no_args_manager", (), 1),
+    ("grad_manager", (), 1),
+    ("get_generic_dict_manager", (), 1),
+    ("generic_getattr_manager", ("y",), 1),
+    ("getattr_manager", ("y",), 1),
+]
+
+
+def access_failure_sample(module: types.ModuleType, method: str, key: tuple[Any, ...], parent: Any) -> str:
+    plain = torch._dynamo.guards.GuardManagerType.GUARD_MANAGER
+    root = module.RootGuardManager()
+    getattr(root, method)(*key, "SRC", 1, plain).add_lambda_guard(lambda v: True, ["child"], None)
+    return str(root.check_verbose(parent))
+
+
+def raising_lambda_accessor_sample(module: types.ModuleType) -> str:
+    def raising(value: Any) -> Any:
+        raise AssertionError("raised by the accessor's callable")
+
+    root = module.RootGuardManager()
+    root.lambda_manager(raising, "SRC", None, torch._dynamo.guards.GuardManagerType.GUARD_MANAGER)
+    return str(root.check_verbose(None))
+
+
 def globals_accessor_sample(module: types.ModuleType, values: SampleValues) -> str:
     plain = torch._dynamo.guards.GuardManagerType.GUARD_MANAGER
     root = module.RootGuardManager()
@@ -465,6 +507,9 @@ def sample_calls(module: types.ModuleType, wrapper_type: type, values: SampleVal
         calls[f"accessor {method}{key!r}"] = functools.partial(accessor_sample, module, method, key)
     calls["accessor globals_dict_manager/global_weakref_manager"] = lambda: globals_accessor_sample(module, values)
     calls["accessor lambda_manager"] = lambda: lambda_accessor_sample(module, values)
+    for method, key, parent in ACCESS_FAILURE_CALLS:
+        calls[f"access failure {method}"] = functools.partial(access_failure_sample, module, method, key, parent)
+    calls["access failure lambda_manager"] = lambda: raising_lambda_accessor_sample(module)
     for name, (build, probes) in leaf_constructor_calls(values).items():
         calls[f"leaf {name}"] = functools.partial(leaf_sample, module, build, probes)
     calls["GLOBAL_STATE.check_verbose"] = lambda: global_state_sample(module)

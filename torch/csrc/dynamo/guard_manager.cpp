@@ -1,6 +1,7 @@
 #include "torch/csrc/dynamo/guard_manager.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "torch/csrc/dynamo/dict_guard_manager.h"
 #include "torch/csrc/dynamo/py_ref.h"
@@ -230,6 +231,33 @@ std::string GuardAccessor::repr() const {
 }
 
 std::string GuardAccessor::access_failure() const {
+  // torch's words, where torch has its own, for a value an accessor cannot
+  // read (they reach recompile reasons); a few name no source.
+  struct Failure {
+    std::string_view kind;
+    const char* before_source;
+    bool names_source;
+  };
+  static constexpr Failure kTorchFailures[] = {
+      {"ListGetItemGuardAccessor", "IndexError on ", true},
+      {"TupleGetItemGuardAccessor", "IndexError on ", true},
+      {"FuncDefaultsGuardAccessor", "FuncDefaultsGuardAccessor: Not a function on ", true},
+      {"FuncKwDefaultsGuardAccessor", "FuncKwDefaultsGuardAccessor: Not a function on ", true},
+      {"CodeGuardAccessor", "CodeGuardAccessor: Not a function on ", true},
+      {"ClosureGuardAccessor", "ClosureGuardAccessor: Not a function on ", true},
+      {"WeakRefCallGuardAccessor", "Not a weakref obj ", true},
+      {"CallFunctionNoArgsGuardAccessor", "Not a callable obj ", true},
+      {"GradGuardAccessor", "not a tensor - grad field is accessed ", true},
+      {"GetGenericDictGuardAccessor", "getattr failed on source ", true},
+      {"TensorSizeGuardAccessor", "tensor has too few dimensions", false},
+      {"TensorStrideGuardAccessor", "tensor has too few dimensions", false},
+      {"TensorStorageOffsetGuardAccessor", "not a tensor", true},
+  };
+  for (const Failure& failure : kTorchFailures) {
+    if (failure.kind == kind()) {
+      return failure.names_source ? failure.before_source + child_->source() : failure.before_source;
+    }
+  }
   return repr() + " failed on source " + child_->source();
 }
 
