@@ -188,35 +188,35 @@ PYBIND11_MODULE(_C, m) {
       .def("kind", &LeafGuard::kind)
       .def("__call__", [](LeafGuard& self, py::object value) { return self.check(value.ptr()); });
 
-  const auto root = py::arg("root");
-  const auto parts = py::arg("verbose_code_parts");
-  const auto stack = py::arg("user_stack") = py::none();
-  LeafClass<TYPE_MATCH>(m, "TYPE_MATCH").def(torch_leaf_init<TYPE_MATCH, py::object>(), root, py::arg("type_id"), parts, stack);
-  LeafClass<ID_MATCH>(m, "ID_MATCH").def(torch_leaf_init<ID_MATCH, py::object>(), root, py::arg("id_val"), parts, stack);
-  LeafClass<EQUALS_MATCH>(m, "EQUALS_MATCH").def(torch_leaf_init<EQUALS_MATCH, py::object>(), root, py::arg("value"), parts, stack);
-  LeafClass<NONE_MATCH>(m, "NONE_MATCH").def(torch_leaf_init<NONE_MATCH>(), root, parts, stack);
-  LeafClass<NOT_NONE>(m, "NOT_NONE").def(torch_leaf_init<NOT_NONE>(), root, parts, stack);
-  LeafClass<TRUE_MATCH>(m, "TRUE_MATCH").def(torch_leaf_init<TRUE_MATCH>(), root, parts, stack);
-  LeafClass<FALSE_MATCH>(m, "FALSE_MATCH").def(torch_leaf_init<FALSE_MATCH>(), root, parts, stack);
-  LeafClass<LENGTH_CHECK>(m, "LENGTH_CHECK").def(torch_leaf_init<LENGTH_CHECK, py::object>(), root, py::arg("length"), parts, stack);
-  LeafClass<DICT_LENGTH>(m, "DICT_LENGTH").def(torch_leaf_init<DICT_LENGTH, py::object>(), root, py::arg("length"), parts, stack);
+  const auto root_arg = py::arg("root");
+  const auto parts_arg = py::arg("verbose_code_parts");
+  const auto stack_arg = py::arg("user_stack") = py::none();
+  LeafClass<TYPE_MATCH>(m, "TYPE_MATCH").def(torch_leaf_init<TYPE_MATCH, py::object>(), root_arg, py::arg("type_id"), parts_arg, stack_arg);
+  LeafClass<ID_MATCH>(m, "ID_MATCH").def(torch_leaf_init<ID_MATCH, py::object>(), root_arg, py::arg("id_val"), parts_arg, stack_arg);
+  LeafClass<EQUALS_MATCH>(m, "EQUALS_MATCH").def(torch_leaf_init<EQUALS_MATCH, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+  LeafClass<NONE_MATCH>(m, "NONE_MATCH").def(torch_leaf_init<NONE_MATCH>(), root_arg, parts_arg, stack_arg);
+  LeafClass<NOT_NONE>(m, "NOT_NONE").def(torch_leaf_init<NOT_NONE>(), root_arg, parts_arg, stack_arg);
+  LeafClass<TRUE_MATCH>(m, "TRUE_MATCH").def(torch_leaf_init<TRUE_MATCH>(), root_arg, parts_arg, stack_arg);
+  LeafClass<FALSE_MATCH>(m, "FALSE_MATCH").def(torch_leaf_init<FALSE_MATCH>(), root_arg, parts_arg, stack_arg);
+  LeafClass<LENGTH_CHECK>(m, "LENGTH_CHECK").def(torch_leaf_init<LENGTH_CHECK, py::object>(), root_arg, py::arg("length"), parts_arg, stack_arg);
+  LeafClass<DICT_LENGTH>(m, "DICT_LENGTH").def(torch_leaf_init<DICT_LENGTH, py::object>(), root_arg, py::arg("length"), parts_arg, stack_arg);
   LeafClass<TUPLE_ITERATOR_LEN>(m, "TUPLE_ITERATOR_LEN")
-      .def(torch_leaf_init<TUPLE_ITERATOR_LEN, py::object, py::object>(), root, py::arg("length"), py::arg("type_id"), parts, stack);
-  LeafClass<FLOAT_IS_NAN>(m, "FLOAT_IS_NAN").def(torch_leaf_init<FLOAT_IS_NAN>(), root, parts, stack);
-  LeafClass<COMPLEX_IS_NAN>(m, "COMPLEX_IS_NAN").def(torch_leaf_init<COMPLEX_IS_NAN>(), root, parts, stack);
-  LeafClass<DEFAULT_DEVICE>(m, "DEFAULT_DEVICE").def(torch_leaf_init<DEFAULT_DEVICE>(), root, parts, stack);
+      .def(torch_leaf_init<TUPLE_ITERATOR_LEN, py::object, py::object>(), root_arg, py::arg("length"), py::arg("type_id"), parts_arg, stack_arg);
+  LeafClass<FLOAT_IS_NAN>(m, "FLOAT_IS_NAN").def(torch_leaf_init<FLOAT_IS_NAN>(), root_arg, parts_arg, stack_arg);
+  LeafClass<COMPLEX_IS_NAN>(m, "COMPLEX_IS_NAN").def(torch_leaf_init<COMPLEX_IS_NAN>(), root_arg, parts_arg, stack_arg);
+  LeafClass<DEFAULT_DEVICE>(m, "DEFAULT_DEVICE").def(torch_leaf_init<DEFAULT_DEVICE>(), root_arg, parts_arg, stack_arg);
   LeafClass<DICT_CONTAINS>(m, "DICT_CONTAINS")
-      .def(torch_leaf_init<DICT_CONTAINS, bool, py::object>(), root, py::arg("contains"), py::arg("key"), parts, stack);
+      .def(torch_leaf_init<DICT_CONTAINS, bool, py::object>(), root_arg, py::arg("contains"), py::arg("key"), parts_arg, stack_arg);
   LeafClass<SET_CONTAINS>(m, "SET_CONTAINS")
-      .def(torch_leaf_init<SET_CONTAINS, bool, py::object>(), root, py::arg("contains"), py::arg("item"), parts, stack);
-  LeafClass<DICT_VERSION>(m, "DICT_VERSION").def(torch_leaf_init<DICT_VERSION, py::object>(), root, py::arg("value"), parts, stack);
-  LeafClass<NO_HASATTR>(m, "NO_HASATTR").def(torch_leaf_init<NO_HASATTR, py::object>(), root, py::arg("attr_name"), parts, stack);
+      .def(torch_leaf_init<SET_CONTAINS, bool, py::object>(), root_arg, py::arg("contains"), py::arg("item"), parts_arg, stack_arg);
+  LeafClass<DICT_VERSION>(m, "DICT_VERSION").def(torch_leaf_init<DICT_VERSION, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+  LeafClass<NO_HASATTR>(m, "NO_HASATTR").def(torch_leaf_init<NO_HASATTR, py::object>(), root_arg, py::arg("attr_name"), parts_arg, stack_arg);
   LeafClass<MAPPING_KEYS_MATCH>(m, "MAPPING_KEYS_MATCH")
-      .def(torch_leaf_init<MAPPING_KEYS_MATCH, py::object>(), root, py::arg("value"), parts, stack);
+      .def(torch_leaf_init<MAPPING_KEYS_MATCH, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
   LeafClass<DIMENSION_DYNAMIC_MARKING_GUARD>(m, "DIMENSION_DYNAMIC_MARKING_GUARD")
       .def(
           torch_leaf_init<DIMENSION_DYNAMIC_MARKING_GUARD, py::dict, py::list, py::dict>(),
-          root, py::arg("expected_attrs"), py::arg("absent_attrs"), py::arg("dependent_attrs"), parts, stack);
+          root_arg, py::arg("expected_attrs"), py::arg("absent_attrs"), py::arg("dependent_attrs"), parts_arg, stack_arg);
   LeafClass<TENSOR_MATCH>(m, "TENSOR_MATCH")
       .def(
           py::init([](const RootGuardManager& /*root*/, py::object value, py::object sizes, py::object strides,
@@ -226,26 +226,26 @@ PYBIND11_MODULE(_C, m) {
                 std::move(value), std::move(sizes), std::move(strides), py::str(tensor_name),
                 std::move(verbose_code_parts), std::move(user_stack), std::move(pytype), std::move(dispatch_keys));
           }),
-          root, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), parts,
+          root_arg, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), parts_arg,
           py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"));
   LeafClass<LAMBDA_GUARD>(m, "LAMBDA_GUARD")
       .def(
           py::init([](const RootGuardManager& /*root*/, py::function fn, py::list verbose_code_parts, py::object user_stack) {
             return std::make_shared<LAMBDA_GUARD>(std::move(fn), std::move(verbose_code_parts), std::move(user_stack));
           }),
-          root, py::arg("guard_check_fn"), parts, stack);
+          root_arg, py::arg("guard_check_fn"), parts_arg, stack_arg);
   LeafClass<DUAL_LEVEL_MATCH>(m, "DUAL_LEVEL_MATCH")
-      .def(torch_python_leaf_init<DUAL_LEVEL_MATCH, int64_t>("dual_level_match"), root, py::arg("level"), parts, stack);
+      .def(torch_python_leaf_init<DUAL_LEVEL_MATCH, int64_t>("dual_level_match"), root_arg, py::arg("level"), parts_arg, stack_arg);
   LeafClass<FAKE_SCRIPT_TYPE_MATCH>(m, "FAKE_SCRIPT_TYPE_MATCH")
       .def(
           torch_python_leaf_init<FAKE_SCRIPT_TYPE_MATCH, py::object, py::object>("fake_script_type_match"),
-          root, py::arg("fake_script_type"), py::arg("type_id"), parts, stack);
+          root_arg, py::arg("fake_script_type"), py::arg("type_id"), parts_arg, stack_arg);
   LeafClass<DISPATCH_KEY_SET_MATCH>(m, "DISPATCH_KEY_SET_MATCH")
-      .def(torch_python_leaf_init<DISPATCH_KEY_SET_MATCH, py::object>("dispatch_key_set_match"), root, py::arg("dispatch_key"), parts, stack);
+      .def(torch_python_leaf_init<DISPATCH_KEY_SET_MATCH, py::object>("dispatch_key_set_match"), root_arg, py::arg("dispatch_key"), parts_arg, stack_arg);
   LeafClass<RANGE_ITERATOR_MATCH>(m, "RANGE_ITERATOR_MATCH")
       .def(
           torch_python_leaf_init<RANGE_ITERATOR_MATCH, py::object, py::object, py::object, py::object>("range_iterator_match"),
-          root, py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("type_id"), parts, stack);
+          root_arg, py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("type_id"), parts_arg, stack_arg);
   LeafClass<GLOBAL_STATE>(m, "GLOBAL_STATE")
       .def(
           py::init([](const RootGuardManager& /*root*/, py::list verbose_code_parts, py::object user_stack) {
@@ -253,7 +253,7 @@ PYBIND11_MODULE(_C, m) {
             py::object now = py::module_::import("torch._C._dynamo.guards").attr("GlobalStateGuard")();
             return std::make_shared<GLOBAL_STATE>(std::move(now), std::move(verbose_code_parts), std::move(user_stack));
           }),
-          root, parts, stack)
+          root_arg, parts_arg, stack_arg)
       .def("check_verbose", [](GLOBAL_STATE& self, py::object value) {
         // torch counts the guard only when it passes.
         CheckContext ctx;
@@ -265,15 +265,15 @@ PYBIND11_MODULE(_C, m) {
       }, py::arg("value"))
       .def("is_native", &GLOBAL_STATE::is_native);
   LeafClass<TORCH_FUNCTION_MODE_STACK>(m, "TORCH_FUNCTION_MODE_STACK")
-      .def(torch_leaf_init<TORCH_FUNCTION_MODE_STACK, py::list>(), root, py::arg("initial_stack"), parts, stack);
+      .def(torch_leaf_init<TORCH_FUNCTION_MODE_STACK, py::list>(), root_arg, py::arg("initial_stack"), parts_arg, stack_arg);
   LeafClass<NN_MODULE_ATTR_RESOLUTION>(m, "NN_MODULE_ATTR_RESOLUTION")
-      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), parts, stack);
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), parts_arg, stack_arg);
   LeafClass<GETATTR_FALLTHROUGH>(m, "GETATTR_FALLTHROUGH")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts, stack);
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts_arg, stack_arg);
   LeafClass<NN_MODULE_HOOKS_EMPTY>(m, "NN_MODULE_HOOKS_EMPTY")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts, stack);
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts_arg, stack_arg);
   LeafClass<CLASS_ATTR_MATCH>(m, "CLASS_ATTR_MATCH")
-      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), parts, stack);
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), parts_arg, stack_arg);
 
   // Relational guards: built by the install_*_guard functions only.
   LeafClass<RelationalGuard>(m, "RelationalGuard").def("__call__", [](RelationalGuard&, py::object) -> bool {
