@@ -136,6 +136,7 @@ class EngineRun:
     end_to_end: dict[str, Stats]
     problems: list[str]
     keepalive: list[Any]  # output codes whose installed globals the guards read
+    fallbacks: int  # frames the fork left to stock torch (dynamo_guards.fallback_count())
 
 
 def guard_failure_reason(frame: CapturedFrame) -> str:
@@ -188,6 +189,7 @@ def run_engine(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs, b
         end_to_end=e2e,
         problems=session_problems(session, "during e2e timing") + problems,
         keepalive=session.keepalive,
+        fallbacks=session.fallbacks,
     )
 
 
@@ -226,6 +228,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         "build_init_s": {engine: run.build_init_s for engine, run in runs.items()},
         "build_guards_s": {engine: run.build_guards_s for engine, run in runs.items()},
         "tree": {engine: run.tree for engine, run in runs.items()},
+        "fallbacks": {engine: run.fallbacks for engine, run in runs.items() if engine == "fork"},
         "problems": {name: lines for name, lines in problems.items() if lines},
     }
 

@@ -113,7 +113,7 @@ class BuilderArgumentTests(TestCase):
         with self.assertRaises(TypeError):
             root.add_tensor_match_guard(5, [1], [1], "x", ["x"], None, type(5), None)
         with self.assertRaises(TypeError):
-            root.add_type_match_guard(id(int), "type(x) is int", None)
+            root.add_type_match_guard(id(int), None, None)  # verbose_code_parts not iterable
         with self.assertRaises(TypeError):
             guards.install_object_aliasing_guard(root, "not a manager", ["x is y"], None)
 
@@ -133,9 +133,14 @@ class BuilderArgumentTests(TestCase):
             root.dict_getitem_manager(RaisingHash(), "x[k]", 1, PLAIN)
 
     def test_verbose_code_parts_of_wrong_type(self):
-        for parts in ("x == 1", [1, 2], None):
-            with self.assertRaisesRegex(TypeError, "verbose_code_parts"):
-                guards.EQUALS_MATCH(1, parts)
+        # As in torch: constructors take a list, builder methods any iterable.
+        root = guards.RootGuardManager()
+        for parts in ("x == 1", None, 5):
+            with self.assertRaises(TypeError):
+                guards.EQUALS_MATCH(root, 1, parts, None)
+        for parts in (None, 5):
+            with self.assertRaisesRegex(TypeError, "verbose_code_parts must be an iterable"):
+                root.add_equals_match_guard(1, parts, None)
 
     def test_dimension_marking_with_bad_contents(self):
         root = guards.RootGuardManager()

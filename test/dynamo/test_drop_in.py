@@ -259,8 +259,13 @@ class WiringTests(TestCase):
         (wrapper,) = seen
         self.assertIsInstance(wrapper, ForkGuardManagerWrapper)
         self.assertIsInstance(wrapper.root, torch._C._dynamo.guards.RootGuardManager)
-        (delegation,) = wrapper.root.get_leaf_guards()
+        # torch's own view of its root: the one delegation leaf.
+        (delegation,) = torch._C._dynamo.guards.RootGuardManager.get_leaf_guards(wrapper.root)
         self.assertEqual(delegation.verbose_code_parts(), ["___dynamo_guards_check(L)"])
+        # Through the wrapper's root, Python sees the engine's tree.
+        self.assertEqual(
+            [g.kind() for g in wrapper.root.get_leaf_guards()], [g.kind() for g in wrapper.fork_root.get_leaf_guards()]
+        )
         entries = torch._C._dynamo.eval_frame._debug_get_cache_entry_list(f.__code__)
         self.assertEqual(len(entries), 1)
         self.assertIs(entries[0].guard_manager, wrapper)

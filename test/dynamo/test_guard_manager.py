@@ -20,6 +20,9 @@ from dynamo_guards import _C as guards
 PLAIN = GuardManagerType.GUARD_MANAGER
 DICT = GuardManagerType.DICT_GUARD_MANAGER
 README = Path(__file__).resolve().parents[2] / "README.md"
+# torch's leaf guard constructors take a root first; a leaf built on its own
+# belongs to no tree.
+ROOT = guards.RootGuardManager()
 
 
 def id_type(x: object) -> int:
@@ -34,7 +37,7 @@ class Pair:
 
 class LeafGuardTests(TestCase):
     def test_type_match(self):
-        guard = guards.TYPE_MATCH(id_type(5), ["type(x) == int"])
+        guard = guards.TYPE_MATCH(ROOT, id_type(5), ["type(x) == int"])
         self.assertTrue(guard(5))
         self.assertFalse(guard(4.0))
         self.assertFalse(guard(True))
@@ -42,19 +45,19 @@ class LeafGuardTests(TestCase):
 
     def test_id_match(self):
         obj = object()
-        guard = guards.ID_MATCH(id(obj), ["x is obj"])
+        guard = guards.ID_MATCH(ROOT, id(obj), ["x is obj"])
         self.assertTrue(guard(obj))
         self.assertFalse(guard(object()))
 
     def test_equals_match(self):
-        guard = guards.EQUALS_MATCH(5, ["x == 5"])
+        guard = guards.EQUALS_MATCH(ROOT, 5, ["x == 5"])
         self.assertTrue(guard(5))
         self.assertFalse(guard(6))
         self.assertFalse(guard(5.0))  # same value, different type
 
     def test_equals_match_list_mutated_in_place(self):
         constant = [1, 2]
-        guard = guards.EQUALS_MATCH(constant, ["x == [1, 2]"])
+        guard = guards.EQUALS_MATCH(ROOT, constant, ["x == [1, 2]"])
         self.assertTrue(guard(constant))
         constant.append(3)
         self.assertFalse(guard(constant))
@@ -66,35 +69,35 @@ class LeafGuardTests(TestCase):
 
             __hash__ = object.__hash__
 
-        guard = guards.EQUALS_MATCH(Bad(), ["x == bad"])
+        guard = guards.EQUALS_MATCH(ROOT, Bad(), ["x == bad"])
         self.assertFalse(guard(Bad()))
 
     def test_singletons(self):
-        self.assertTrue(guards.NONE_MATCH(["x is None"])(None))
-        self.assertFalse(guards.NONE_MATCH(["x is None"])(0))
-        self.assertTrue(guards.NOT_NONE(["x is not None"])(0))
-        self.assertFalse(guards.NOT_NONE(["x is not None"])(None))
-        self.assertTrue(guards.TRUE_MATCH(["x is True"])(True))
-        self.assertFalse(guards.TRUE_MATCH(["x is True"])(1))
-        self.assertTrue(guards.FALSE_MATCH(["x is False"])(False))
-        self.assertFalse(guards.FALSE_MATCH(["x is False"])(0))
+        self.assertTrue(guards.NONE_MATCH(ROOT, ["x is None"])(None))
+        self.assertFalse(guards.NONE_MATCH(ROOT, ["x is None"])(0))
+        self.assertTrue(guards.NOT_NONE(ROOT, ["x is not None"])(0))
+        self.assertFalse(guards.NOT_NONE(ROOT, ["x is not None"])(None))
+        self.assertTrue(guards.TRUE_MATCH(ROOT, ["x is True"])(True))
+        self.assertFalse(guards.TRUE_MATCH(ROOT, ["x is True"])(1))
+        self.assertTrue(guards.FALSE_MATCH(ROOT, ["x is False"])(False))
+        self.assertFalse(guards.FALSE_MATCH(ROOT, ["x is False"])(0))
 
     def test_length_check(self):
-        guard = guards.LENGTH_CHECK(2, ["len(x) == 2"])
+        guard = guards.LENGTH_CHECK(ROOT, 2, ["len(x) == 2"])
         self.assertTrue(guard([1, 2]))
         self.assertTrue(guard((1, 2)))
         self.assertFalse(guard([1]))
         self.assertFalse(guard(5))  # no len(): a failure, not an exception
 
     def test_dict_length(self):
-        guard = guards.DICT_LENGTH(1, ["len(x) == 1"])
+        guard = guards.DICT_LENGTH(ROOT, 1, ["len(x) == 1"])
         self.assertTrue(guard({"a": 1}))
         self.assertFalse(guard({}))
         self.assertFalse(guard([1]))
 
     def test_dict_contains(self):
-        has = guards.DICT_CONTAINS(True, "a", ["'a' in x"])
-        lacks = guards.DICT_CONTAINS(False, "a", ["'a' not in x"])
+        has = guards.DICT_CONTAINS(ROOT, True, "a", ["'a' in x"])
+        lacks = guards.DICT_CONTAINS(ROOT, False, "a", ["'a' not in x"])
         self.assertTrue(has({"a": 1}))
         self.assertFalse(has({}))
         self.assertTrue(lacks({}))
@@ -103,7 +106,7 @@ class LeafGuardTests(TestCase):
 
     def test_dict_version(self):
         d = {"a": 1}
-        guard = guards.DICT_VERSION(d, ["dict unchanged"])
+        guard = guards.DICT_VERSION(ROOT, d, ["dict unchanged"])
         self.assertTrue(guard(d))
         d["a"] = 1  # the very same object: CPython keeps the version
         self.assertTrue(guard(d))
@@ -111,7 +114,7 @@ class LeafGuardTests(TestCase):
         self.assertFalse(guard(d))
 
     def test_no_hasattr(self):
-        guard = guards.NO_HASATTR("foo", ["not hasattr(x, 'foo')"])
+        guard = guards.NO_HASATTR(ROOT, "foo", ["not hasattr(x, 'foo')"])
         self.assertTrue(guard(Pair(1, 2)))
         p = Pair(1, 2)
         p.foo = 1
@@ -122,7 +125,7 @@ class LeafGuardTests(TestCase):
             def __getattr__(self, name):
                 raise RuntimeError("not an AttributeError")
 
-        guard = guards.NO_HASATTR("foo", ["not hasattr(x, 'foo')"])
+        guard = guards.NO_HASATTR(ROOT, "foo", ["not hasattr(x, 'foo')"])
         self.assertFalse(guard(Weird()))
 
     def test_getattr_fallthrough_class_attribute_added(self):
@@ -200,22 +203,24 @@ class LeafGuardTests(TestCase):
         self.assertTrue(guard(lin))
 
     def test_lambda_guard(self):
-        guard = guards.LAMBDA_GUARD(lambda x: x > 3, ["x > 3"])
+        guard = guards.LAMBDA_GUARD(ROOT, lambda x: x > 3, ["x > 3"])
         self.assertTrue(guard(4))
         self.assertFalse(guard(3))
         self.assertFalse(guard("not comparable"))  # raised TypeError -> failure
 
     def test_bad_arguments_raise_type_error(self):
-        with self.assertRaisesRegex(TypeError, "verbose_code_parts must be a list"):
-            guards.TYPE_MATCH(id_type(5), "type(x) == int")
+        with self.assertRaisesRegex(TypeError, "incompatible constructor arguments"):
+            guards.TYPE_MATCH(ROOT, id_type(5), "type(x) == int", None)  # torch's constructor takes a list only
         with self.assertRaisesRegex(TypeError, "type_id must be an int"):
-            guards.TYPE_MATCH("int", ["type(x) == int"])
+            guards.TYPE_MATCH(ROOT, "int", ["type(x) == int"])
         with self.assertRaisesRegex(TypeError, "must be hashable"):
-            guards.DICT_CONTAINS(True, [], ["[] in x"])
+            guards.DICT_CONTAINS(ROOT, True, [], ["[] in x"])
+        with self.assertRaisesRegex(TypeError, "incompatible constructor arguments"):
+            guards.LAMBDA_GUARD(ROOT, 5, ["5(x)"])  # torch's constructor takes a callable only
         with self.assertRaisesRegex(TypeError, "must be callable"):
-            guards.LAMBDA_GUARD(5, ["5(x)"])
+            ROOT.add_lambda_guard(5, ["5(x)"], None)
         with self.assertRaisesRegex(ValueError, "must not be negative"):
-            guards.LENGTH_CHECK(-1, ["len(x) == -1"])
+            guards.LENGTH_CHECK(ROOT, -1, ["len(x) == -1"])
 
 
 class ManagerTests(TestCase):
@@ -235,7 +240,7 @@ class ManagerTests(TestCase):
         self.assertIs(a.getattr_manager("a", "L['p'].a", 1, PLAIN), a.getattr_manager("a", "L['p'].a", 1, PLAIN))
         self.assertEqual(len(a.get_accessors()), 1)
         a.getattr_manager("b", "L['p'].b", 2, PLAIN)
-        self.assertEqual([acc.repr() for acc in a.get_accessors()], ["GetAttrGuardAccessor('a')", "GetAttrGuardAccessor('b')"])
+        self.assertEqual([acc.repr() for acc in a.get_accessors()], ["GetAttrGuardAccessor(a)", "GetAttrGuardAccessor(b)"])
 
     def test_check_verbose_names_the_failing_guard(self):
         root = guards.RootGuardManager()
@@ -556,12 +561,13 @@ class ManagerTests(TestCase):
             dynamo_guards.format_tree(root).replace(Pair.__module__ + ".", ""),
             """\
 
-TREE_GUARD_MANAGER (dynamo_guards):
-RootGuardManager
-+- GuardManager: source=L['p'], accessed_by=FrameLocalsGuardAccessor('p'), type=<class 'Pair'>
-| +- TYPE_MATCH: type(L['p']) == Pair
-| +- GuardManager: source=L['p'].a, accessed_by=GetAttrGuardAccessor('a'), type=<class 'int'>
-| | +- EQUALS_MATCH: L['p'].a == 1""",
+TREE_GUARD_MANAGER:
++- RootGuardManager
+| +- GuardManager: source=L['p'], accessed_by=FrameLocalsGuardAccessor(key='p', framelocals_idx=0), type=<class 'Pair'>, tag_safe=(False, False)
+| | +- TYPE_MATCH: type(L['p']) == Pair
+| | +- GuardManager: source=L['p'].a, accessed_by=GetAttrGuardAccessor(a), type=<class 'int'>, tag_safe=(False, False)
+| | | +- EQUALS_MATCH: L['p'].a == 1
+""",
         )
 
     def test_bad_builder_arguments(self):
@@ -572,10 +578,12 @@ RootGuardManager
             root.getattr_manager(5, "x.5", 1, PLAIN)
         with self.assertRaisesRegex(TypeError, "must be hashable"):
             root.dict_getitem_manager([1], "x[[1]]", 1, PLAIN)
-        with self.assertRaisesRegex(TypeError, "needs a dict example value"):
-            root.framelocals_manager(("d", 0), "L['d']", 5, DICT)
+        # As in torch, the enum decides only for a dict example value.
+        self.assertEqual(type(root.framelocals_manager(("i", 0), "L['i']", 5, DICT)).__name__, "GuardManager")
         with self.assertRaisesRegex(ValueError, "unknown guard_manager_enum"):
-            root.framelocals_manager(("d", 0), "L['d']", 5, 7)
+            root.framelocals_manager(("d", 0), "L['d']", {}, 7)
+        with self.assertRaisesRegex(TypeError, "guard_manager_enum must be"):
+            root.framelocals_manager(("e", 0), "L['e']", {}, None)
         with self.assertRaisesRegex(TypeError, "GuardManagers"):
             guards.install_no_tensor_aliasing_guard([1, 2], ["a", "b"], ["x"], None)
 
@@ -1080,7 +1088,9 @@ class GlobalStateTests(TestCase):
 
     def test_global_state_agrees_with_torch(self):
         initial = torch._C._dynamo.guards.GlobalStateGuard()
-        guard = guards.GLOBAL_STATE(initial, ["___check_global_state()"])
+        root = guards.RootGuardManager()
+        root.add_global_state_guard(initial, ["___check_global_state()"], None)
+        (guard,) = root.get_leaf_guards()
         self.assertTrue(guard.is_native())
         self.assertTrue(guard(None))
         for name, change in self.changes():
@@ -1100,11 +1110,11 @@ class GlobalStateTests(TestCase):
         class Mode(torch.overrides.TorchFunctionMode):
             pass
 
-        guard = guards.TORCH_FUNCTION_MODE_STACK([], ["___check_torch_function_mode_stack()"])
+        guard = guards.TORCH_FUNCTION_MODE_STACK(ROOT, [], ["___check_torch_function_mode_stack()"])
         self.assertTrue(guard(None))
         with Mode():
             self.assertFalse(guard(None))
-            inner = guards.TORCH_FUNCTION_MODE_STACK([Mode()], ["stack"])
+            inner = guards.TORCH_FUNCTION_MODE_STACK(ROOT, [Mode()], ["stack"])
             self.assertTrue(inner(None))
         self.assertTrue(guard(None))
 

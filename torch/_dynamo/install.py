@@ -14,10 +14,11 @@ torch 2.13 keeps calling the compiled code without the hook) and object
 aliasing is guarded natively (``_ENGINE_CONFIG``).
 
 A frame the engine cannot take falls back to stock torch for that frame,
-with one log line saying why: frames whose guards are serialized
-(precompile / ``save_guards``), and any frame whose build raised in the
-engine (the build is then repeated with stock torch, which raises again if
-the error was not the engine's).
+with one log line saying why, and is counted (``fallback_counts()``):
+frames whose guards are serialized (precompile / ``save_guards``), and any
+frame whose build raised in the engine. The stock build then starts from the
+frame as it was before the engine touched it (fallback.py). An error that is
+the user's passes through unchanged.
 """
 
 from __future__ import annotations
@@ -33,11 +34,17 @@ import torch._guards
 import torch.utils._traceback
 
 from dynamo_guards import _C
+from dynamo_guards.fallback import (
+    drop_engine_guards,
+    ENGINE_ERROR,
+    FrameSnapshot,
+    record_fallback,
+    SERIALIZED_GUARDS,
+    USER_ERRORS,
+)
 from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
 from dynamo_guards.nn_module_attributes import EMPTY_NN_MODULE_HOOKS_DICT, getattr_on_nn_module
 from dynamo_guards.trace_hooks import install_trace_hooks, uninstall_trace_hooks
-
-log = logging.getLogger("dynamo_guards")
 
 _ENGINE_NAMES: dict[str, Any] = {
     "GuardManagerWrapper": ForkGuardManagerWrapper,
@@ -128,23 +135,33 @@ def _frame_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     return getattr(code, "co_name", "<unknown frame>")
 
 
+def _output_graph(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return kwargs.get("output_graph", args[1] if len(args) > 1 else None)
+
+
 def _check_function_manager_init(self: Any, *args: Any, **kwargs: Any) -> None:
     assert _original_init is not None
+    output_graph = _output_graph(args, kwargs)
+    if output_graph is None:
+        _original_init(self, *args, **kwargs)  # torch refuses it
+        return
     reason = _stock_fallback_reason(kwargs)
     if reason is not None:
-        log.info("dynamo_guards: stock guards for frame %s: %s", _frame_name(args, kwargs), reason)
+        drop_engine_guards(output_graph)
+        record_fallback(SERIALIZED_GUARDS, _frame_name(args, kwargs), reason, logging.INFO)
         _original_init(self, *args, **kwargs)
         return
+    snapshot = FrameSnapshot.take(self, output_graph)
     try:
         with _engine_names_in_torch(), torch._dynamo.config.patch(**_ENGINE_CONFIG):
             _original_init(self, *args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - any engine failure falls back to stock
-        log.warning(
-            "dynamo_guards: stock guards for frame %s: the engine could not build them (%s: %s)",
-            _frame_name(args, kwargs),
-            type(e).__name__,
-            e,
-        )
+    except USER_ERRORS:
+        raise
+    except Exception as e:  # noqa: BLE001 - any other failure is the engine's: stock builds the frame
+        snapshot.restore()
+        drop_engine_guards(output_graph)
+        detail = f"the engine could not build them ({type(e).__name__}: {e})"
+        record_fallback(ENGINE_ERROR, _frame_name(args, kwargs), detail, logging.WARNING)
         _original_init(self, *args, **kwargs)
 
 

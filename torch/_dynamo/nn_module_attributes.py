@@ -46,7 +46,7 @@ MODULE_DICTS = ("_parameters", "_buffers", "_modules")
 def python_module_dict_slot(module: Any, name: str) -> str | None:
     """Which of nn.Module's dicts answers ``module.name`` by Python's lookup
     (None when something else does). The reference the native guard must
-    agree with; also used when a frame falls back to stock torch."""
+    agree with."""
     cls = type(module)
     if cls.__getattribute__ is not object.__getattribute__:
         return None
@@ -75,21 +75,15 @@ def _install_leaf(
     guard: Any,
     code: str,
     add_native: Callable[[Any, list[str], Any], None],
-    predicate: Callable[[Any], bool],
 ) -> None:
-    """Adds one guard on ``guard``'s manager, once per ``code``: natively on
-    the fork's managers, as a lambda of ``predicate`` on stock's (a frame
-    that fell back to stock torch)."""
+    """Adds one guard on ``guard``'s manager, once per ``code``. Only the
+    engine builds these guards: a frame left to stock torch loses them with
+    the rest of the engine's trace-time guards (fallback.py)."""
     if code in builder.already_added_code_parts:
         return
     from torch._dynamo.guards import get_verbose_code_parts
 
-    parts = get_verbose_code_parts(code, guard)
-    manager = builder.get_guard_manager(guard)
-    if isinstance(manager, _C.GuardManager):
-        add_native(manager, parts, guard.user_stack)
-    else:
-        manager.add_lambda_guard(predicate, parts, guard.user_stack)
+    add_native(builder.get_guard_manager(guard), get_verbose_code_parts(code, guard), guard.user_stack)
     builder.already_added_code_parts.add(code)
 
 
@@ -107,7 +101,6 @@ def NN_MODULE_ATTR_RESOLUTION(builder: Any, guard: Any, *, name: str, dict_name:
         guard,
         f"{guard.name}.{name} is {guard.name}.{dict_name}[{name!r}]",
         lambda m, parts, stack: m.add_nn_module_attr_resolution_guard(name, dict_name, parts, stack),
-        lambda m: python_module_dict_slot(m, name) == dict_name,
     )
 
 
@@ -122,10 +115,8 @@ def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
 
 def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
     """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
-    still finds the object the trace found (natively, an equal immutable
-    constant; the lambda on a fallen-back frame's stock managers compares
-    identity, which may recompile but never passes a different value). See
-    module_attr_guards.h."""
+    still finds the object the trace found (or an equal immutable constant).
+    See module_attr_guards.h."""
     value = builder.get(guard)
     found = class_lookup(type(value), name)
     if found is None:
@@ -136,7 +127,6 @@ def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
         guard,
         f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}",
         lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
-        lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected,
     )
 
 
@@ -171,7 +161,6 @@ def GETATTR_FALLTHROUGH(builder: Any, guard: Any, *, name: str) -> None:
         guard,
         f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__",
         lambda m, parts, stack: m.add_getattr_fallthrough_guard(name, parts, stack),
-        lambda v: falls_through_to_getattr(v, name),
     )
 
 

@@ -1,6 +1,8 @@
-"""Prints a dynamo_guards guard tree the way torch prints its own
-(``TORCH_LOGS=guards``): one line per manager with its source and accessor,
-one line per leaf guard with its kind and code."""
+"""Prints a dynamo_guards guard tree as torch prints its own
+(``GuardManagerWrapper.__str__``, ``TORCH_LOGS=guards``): the same lines in
+the same layout, one per manager with its source, accessor, guarded type and
+tag-safety flags, one per code part of each leaf guard, a relational guard in
+full where it first appears and by name after that."""
 
 from __future__ import annotations
 
@@ -9,42 +11,57 @@ from typing import Any
 from dynamo_guards import _C
 
 
-def _leaf_lines(guard: Any) -> list[str]:
-    return [f"{guard.kind()}: {part}" for part in guard.verbose_code_parts()]
+class _TreeText:
+    def __init__(self) -> None:
+        self.lines: list[str] = ["", "TREE_GUARD_MANAGER:"]
+        self.printed_relations: set[Any] = set()
+
+    def write(self, depth: int, text: str) -> None:
+        self.lines.append("| " * depth + "+- " + text)
+
+    def leaf(self, depth: int, guard: Any) -> None:
+        name = type(guard).__name__
+        if isinstance(guard, _C.RelationalGuard):
+            if guard in self.printed_relations:
+                self.write(depth, name)
+                return
+            self.printed_relations.add(guard)
+        for part in guard.verbose_code_parts():
+            self.write(depth, f"{name}: {part}")
+
+    def manager(self, depth: int, mgr: Any) -> None:
+        """Writes the contents of ``mgr`` (its own line is the caller's)."""
+        for guard in mgr.get_leaf_guards():
+            self.leaf(depth, guard)
+        if isinstance(mgr, _C.DictGuardManager):
+            for index, (key_mgr, value_mgr) in sorted(mgr.get_key_value_managers().items()):
+                self.write(depth, f"KeyValueManager pair at index={index}")
+                for role, sub in (("KeyManager", key_mgr), ("ValueManager", value_mgr)):
+                    if sub is not None:
+                        self.write(depth + 1, f"{role}: {manager_line(sub, None)}")
+                        self.manager(depth + 2, sub)
+        for accessor, child in zip(mgr.get_accessors(), mgr.get_child_managers()):
+            self.write(depth, manager_line(child, accessor))
+            self.manager(depth + 1, child)
 
 
-def _manager_line(mgr: Any, accessor: Any | None) -> str:
+def manager_line(mgr: Any, accessor: Any | None) -> str:
     line = f"{type(mgr).__name__}: source={mgr.get_source()}"
     if accessor is not None:
         line += f", accessed_by={accessor.repr()}"
-    return line + f", type={mgr.get_type_of_guarded_value()}"
-
-
-def _walk(mgr: Any, depth: int, out: list[str]) -> None:
-    prefix = "| " * depth + "+- "
-    for guard in mgr.get_leaf_guards():
-        out.extend(prefix + line for line in _leaf_lines(guard))
-    if isinstance(mgr, _C.DictGuardManager):
-        for index, (key_mgr, value_mgr) in sorted(mgr.get_key_value_managers().items()):
-            out.append(prefix + f"KeyValueManager pair at index={index}")
-            for role, sub in (("KeyManager", key_mgr), ("ValueManager", value_mgr)):
-                if sub is not None:
-                    out.append("| " * (depth + 1) + "+- " + f"{role}: " + _manager_line(sub, None))
-                    _walk(sub, depth + 2, out)
-    for accessor, child in zip(mgr.get_accessors(), mgr.get_child_managers()):
-        out.append(prefix + _manager_line(child, accessor))
-        _walk(child, depth + 1, out)
+    return line + f", type={mgr.get_type_of_guarded_value()}, tag_safe=({mgr.is_tag_safe()}, {mgr.is_tag_safe_root()})"
 
 
 def format_tree(root: Any) -> str:
     """The whole tree under a dynamo_guards RootGuardManager, as text."""
     if not isinstance(root, _C.RootGuardManager):
         raise TypeError(f"format_tree needs a dynamo_guards RootGuardManager, got {type(root).__name__}")
-    out = ["", "TREE_GUARD_MANAGER (dynamo_guards):", "RootGuardManager"]
-    _walk(root, 0, out)
+    text = _TreeText()
+    text.write(0, "RootGuardManager")
+    text.manager(1, root)
     for guard in root.get_epilogue_lambda_guards():
-        out.extend("+- " + line for line in _leaf_lines(guard))
-    return "\n".join(out)
+        text.leaf(0, guard)
+    return "\n".join(text.lines) + "\n"
 
 
 def count_nodes(root: Any) -> dict[str, int]:

@@ -204,6 +204,7 @@ class EngineSession:
     compiled: Callable[..., Any]
     capture: CompileCapture
     logs: LogCollector
+    fallbacks: int = 0  # frames of the first call the fork left to stock torch
     first_frames: list[CapturedFrame] = dataclasses.field(default_factory=list)
     first_builds: list[BuildRecord] = dataclasses.field(default_factory=list)
     keepalive: list[Any] = dataclasses.field(default_factory=list)
@@ -216,8 +217,10 @@ def engine_session(engine: str, spec: ModelSpec, model: nn.Module, inputs: Input
     torch._dynamo.reset()
     with collect_logs("dynamo_guards") as logs, engine_context(engine), capture_compiles() as capture:
         session = EngineSession(engine, torch.compile(model, backend="eager"), capture, logs)
+        fallbacks_before = dynamo_guards.fallback_count()
         with grad_mode(spec):
             spec.call(session.compiled, inputs)
+        session.fallbacks = dynamo_guards.fallback_count() - fallbacks_before
         session.first_frames = list(capture.frames)
         session.first_builds = list(capture.builds)
         yield session

@@ -46,6 +46,7 @@ def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str
         ("tree nodes", {e: float(t["nodes"]) for e, t in result["tree"].items()}, "{:.0f}"),
         ("tree managers", {e: float(t["managers"]) for e, t in result["tree"].items()}, "{:.0f}"),
         ("tree leaf guards", {e: float(t["leaf_guards"]) for e, t in result["tree"].items()}, "{:.0f}"),
+        ("frames fallen back to stock", {e: float(n) for e, n in result.get("fallbacks", {}).items()}, "{:.0f}"),
     ]
     return rows
 
@@ -65,7 +66,7 @@ def table_line(label: str, cells: Sequence[str]) -> str:
 
 
 # Rows whose ratio to the fork would mean nothing.
-UNRATIOED_ROWS = frozenset({"e2e guard share of call (%)"})
+UNRATIOED_ROWS = frozenset({"e2e guard share of call (%)", "frames fallen back to stock"})
 
 
 def format_table(result: dict[str, Any], python: str) -> str:

@@ -23,8 +23,20 @@ static PyObject* new_ref_or_none(PyObject* borrowed) {
   return Py_NewRef(borrowed != nullptr ? borrowed : Py_None);
 }
 
-FrameLocalsGuardAccessor::FrameLocalsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
-    : KeyedAccessor(interned_name(key, "frame local name"), std::move(c)) {}
+// str(key): torch prints these keys without quotes.
+static std::string key_str(const py::object& key) {
+  return py::str(key).cast<std::string>();
+}
+
+FrameLocalsGuardAccessor::FrameLocalsGuardAccessor(
+    py::object name,
+    std::unique_ptr<GuardManager> c,
+    Py_ssize_t framelocals_idx)
+    : GuardAccessor(interned_name(name, "frame local name"), std::move(c)), framelocals_idx_(framelocals_idx) {}
+std::string FrameLocalsGuardAccessor::repr() const {
+  return std::string(kKind) + "(key=" + py::repr(key_).cast<std::string>() +
+      ", framelocals_idx=" + std::to_string(framelocals_idx_) + ")";
+}
 PyObject* FrameLocalsGuardAccessor::access(PyObject* parent) {
   if (!PyDict_Check(parent)) {
     return nullptr;
@@ -58,6 +70,9 @@ GetItemGuardAccessor::GetItemGuardAccessor(py::object key, std::unique_ptr<Guard
 PyObject* GetItemGuardAccessor::access(PyObject* parent) {
   return PyObject_GetItem(parent, key_.ptr());
 }
+std::string GetItemGuardAccessor::repr() const {
+  return std::string(kKind) + "(" + key_str(key_) + ")";
+}
 
 ListGetItemGuardAccessor::ListGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {
@@ -87,6 +102,10 @@ IndexedGuardAccessor::IndexedGuardAccessor(py::object key, std::unique_ptr<Guard
     : KeyedAccessor(std::move(key), std::move(c)) {}
 PyObject* IndexedGuardAccessor::access(PyObject* parent) {
   return PyTuple_Pack(2, key_.ptr(), parent);
+}
+std::string IndexedGuardAccessor::repr() const {
+  // torch 2.13 spells it so.
+  return "IndexedGuardAccesor(" + key_str(key_) + ")";
 }
 
 FuncDefaultsGuardAccessor::FuncDefaultsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -149,11 +168,17 @@ PyObject* WeakRefCallGuardAccessor::access(PyObject* parent) {
   }
   return Py_NewRef(weakref_referent(parent));  // None once the referent died
 }
+std::string WeakRefCallGuardAccessor::repr() const {
+  return std::string(kKind) + "()";
+}
 
 CallFunctionNoArgsGuardAccessor::CallFunctionNoArgsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {}
 PyObject* CallFunctionNoArgsGuardAccessor::access(PyObject* parent) {
   return PyObject_CallNoArgs(parent);
+}
+std::string CallFunctionNoArgsGuardAccessor::repr() const {
+  return std::string(kKind) + "()";
 }
 
 TupleIteratorGetItemAccessor::TupleIteratorGetItemAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -203,6 +228,9 @@ PyObject* SetGetItemGuardAccessor::access(PyObject* parent) {
     }
   }
 }
+std::string SetGetItemGuardAccessor::repr() const {
+  return std::string(kKind) + "(index=" + key_str(key_) + ")";
+}
 
 GlobalWeakRefGuardAccessor::GlobalWeakRefGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(interned_name(key, "global name"), std::move(c)) {}
@@ -215,6 +243,9 @@ PyObject* GlobalWeakRefGuardAccessor::access(PyObject* parent) {
     return nullptr;
   }
   return Py_NewRef(weakref_referent(ref));
+}
+std::string GlobalWeakRefGuardAccessor::repr() const {
+  return std::string(kKind) + "(" + key_str(key_) + ")";
 }
 
 PythonLambdaGuardAccessor::PythonLambdaGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -230,6 +261,9 @@ GradGuardAccessor::GradGuardAccessor(py::object key, std::unique_ptr<GuardManage
 PyObject* GradGuardAccessor::access(PyObject* parent) {
   static PyObject* grad = PyUnicode_InternFromString("grad");
   return PyObject_GetAttr(parent, grad);
+}
+std::string GradGuardAccessor::repr() const {
+  return std::string(kKind) + "(grad)";
 }
 
 GetGenericDictGuardAccessor::GetGenericDictGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -249,6 +283,9 @@ GenericGetAttrGuardAccessor::GenericGetAttrGuardAccessor(py::object key, std::un
     : InstanceAttrAccessor(interned_name(key, "attr"), std::move(c)) {}
 PyObject* GenericGetAttrGuardAccessor::access(PyObject* parent) {
   return PyObject_GenericGetAttr(parent, key_.ptr());
+}
+std::string GenericGetAttrGuardAccessor::repr() const {
+  return std::string(kKind) + "(" + key_str(key_) + ")";
 }
 
 static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
@@ -322,6 +359,9 @@ PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
       break;
   }
   return PyObject_GetAttr(parent, key_.ptr());
+}
+std::string GetAttrGuardAccessor::repr() const {
+  return std::string(kKind) + "(" + key_str(key_) + ")";
 }
 
 }  // namespace dynamo_guards

@@ -29,18 +29,35 @@ class KeyedAccessor : public GuardAccessor {
     PyObject* access(PyObject* parent) override;           \
   }
 
-// Accessors whose failure torch reports as a missing key or attribute.
-#define DYNAMO_GUARDS_ACCESSOR_REPORTING(NAME, PREFIX)                                       \
-  class NAME : public KeyedAccessor<NAME> {                                                 \
-   public:                                                                                  \
-    static constexpr const char* kKind = #NAME;                                             \
-    NAME(py::object key, std::unique_ptr<GuardManager> c);                                  \
-    PyObject* access(PyObject* parent) override;                                            \
-    std::string access_failure() const override { return PREFIX + child_->source(); }      \
+// Accessors whose repr() is not the default kind(repr(key)), as torch
+// prints each of them.
+#define DYNAMO_GUARDS_ACCESSOR_WITH_REPR(NAME)             \
+  class NAME : public KeyedAccessor<NAME> {                \
+   public:                                                 \
+    static constexpr const char* kKind = #NAME;            \
+    NAME(py::object key, std::unique_ptr<GuardManager> c); \
+    PyObject* access(PyObject* parent) override;           \
+    std::string repr() const override;                     \
   }
 
-// f_locals[name]; the root's value is the frame's locals dict.
-DYNAMO_GUARDS_ACCESSOR_REPORTING(FrameLocalsGuardAccessor, "KeyError on ");
+// f_locals[name]; the root's value is the frame's locals dict. torch's
+// builder passes (name, index into the frame's localsplus); the engine reads
+// by name and keeps the index for its repr (-1 when only a name was given).
+class FrameLocalsGuardAccessor : public GuardAccessor {
+ public:
+  static constexpr const char* kKind = "FrameLocalsGuardAccessor";
+  FrameLocalsGuardAccessor(py::object name, std::unique_ptr<GuardManager> c, Py_ssize_t framelocals_idx);
+  PyObject* access(PyObject* parent) override;
+  const char* kind() const override { return kKind; }
+  std::string repr() const override;
+  std::string access_failure() const override { return "KeyError on " + child_->source(); }
+  std::unique_ptr<GuardAccessor> clone_with(std::unique_ptr<GuardManager> child) const override {
+    return std::make_unique<FrameLocalsGuardAccessor>(key_, std::move(child), framelocals_idx_);
+  }
+
+ private:
+  Py_ssize_t framelocals_idx_;
+};
 // The globals dict captured at build time (key); ignores the parent.
 class GlobalsGuardAccessor : public KeyedAccessor<GlobalsGuardAccessor> {
  public:
@@ -64,7 +81,14 @@ class DictGetItemGuardAccessor : public KeyedAccessor<DictGetItemGuardAccessor> 
   }
 };
 // parent[key] through the full protocol.
-DYNAMO_GUARDS_ACCESSOR_REPORTING(GetItemGuardAccessor, "KeyError on ");
+class GetItemGuardAccessor : public KeyedAccessor<GetItemGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "GetItemGuardAccessor";
+  GetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  std::string repr() const override;
+  std::string access_failure() const override { return "KeyError on " + child_->source(); }
+};
 DYNAMO_GUARDS_ACCESSOR(ListGetItemGuardAccessor);
 class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor> {
  public:
@@ -81,7 +105,7 @@ class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor
   }
 };
 // (idx, parent): the builder's IndexedSource.
-DYNAMO_GUARDS_ACCESSOR(IndexedGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(IndexedGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(FuncDefaultsGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(FuncKwDefaultsGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(CodeGuardAccessor);
@@ -89,15 +113,22 @@ DYNAMO_GUARDS_ACCESSOR(ClosureGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TypeGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TypeDictGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TypeMROGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(WeakRefCallGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(CallFunctionNoArgsGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(WeakRefCallGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(CallFunctionNoArgsGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TupleIteratorGetItemAccessor);
-DYNAMO_GUARDS_ACCESSOR(SetGetItemGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(SetGetItemGuardAccessor);
 // globals[name]() for a weakref stored in the globals dict.
-DYNAMO_GUARDS_ACCESSOR(GlobalWeakRefGuardAccessor);
-// key(parent) for a Python callable key.
-DYNAMO_GUARDS_ACCESSOR(PythonLambdaGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(GradGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(GlobalWeakRefGuardAccessor);
+// key(parent) for a Python callable key; a failure reports what it raised.
+class PythonLambdaGuardAccessor : public KeyedAccessor<PythonLambdaGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "PythonLambdaGuardAccessor";
+  PythonLambdaGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  std::string repr() const override { return kKind; }
+  bool reports_raised_error() const override { return true; }
+};
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(GradGuardAccessor);
 // The instance __dict__ (materialised if CPython keeps it lazily).
 class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAccessor> {
  public:
@@ -134,6 +165,7 @@ class GenericGetAttrGuardAccessor : public InstanceAttrAccessor<GenericGetAttrGu
   static constexpr const char* kKind = "GenericGetAttrGuardAccessor";
   GenericGetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
+  std::string repr() const override;
 };
 // getattr(parent, name).
 class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
@@ -141,6 +173,7 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
   static constexpr const char* kKind = "GetAttrGuardAccessor";
   GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
+  std::string repr() const override;
 
   // The attributes of functions, cells and bound methods that Dynamo
   // guards (`fn.__defaults__`, `cell.cell_contents`, ...), read from the
@@ -166,12 +199,12 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
   BuiltinField field_;
 };
 // tensor.size(i) / stride(i) / storage_offset(); ATen, in tensor_property_accessor.cpp.
-DYNAMO_GUARDS_ACCESSOR(TensorSizeGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(TensorStrideGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(TensorStorageOffsetGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(TensorSizeGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(TensorStrideGuardAccessor);
+DYNAMO_GUARDS_ACCESSOR_WITH_REPR(TensorStorageOffsetGuardAccessor);
 
 #undef DYNAMO_GUARDS_ACCESSOR
-#undef DYNAMO_GUARDS_ACCESSOR_REPORTING
+#undef DYNAMO_GUARDS_ACCESSOR_WITH_REPR
 
 
 }  // namespace dynamo_guards

@@ -6,6 +6,8 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <map>
+#include <utility>
 
 #include "torch/csrc/dynamo/accessors.h"
 #include "torch/csrc/dynamo/container_guards.h"
@@ -65,8 +67,45 @@ void add_leaf(GuardManager& self, Args&&... args) {
 }
 
 template <typename Guard>
-void def_leaf_class(py::module_& m, const char* name) {
-  py::class_<Guard, LeafGuard, std::shared_ptr<Guard>>(m, name);
+using LeafClass = py::class_<Guard, LeafGuard, std::shared_ptr<Guard>>;
+
+// torch's leaf constructors: (root, the guard's own arguments...,
+// verbose_code_parts: list, user_stack). A leaf built this way belongs to no
+// tree, so the root is only taken for torch's argument order.
+template <typename Guard, typename... Args>
+auto torch_leaf_init() {
+  return py::init([](const RootGuardManager& /*root*/, Args... args, py::list parts, py::object stack) {
+    return std::make_shared<Guard>(std::move(args)..., std::move(parts), std::move(stack));
+  });
+}
+
+// Leaves evaluated by a Python predicate (python_guards.h): torch's
+// constructor arguments are the predicate factory's.
+template <typename Guard, typename... Args>
+auto torch_python_leaf_init(const char* predicate) {
+  return py::init([predicate](const RootGuardManager& /*root*/, Args... args, py::list parts, py::object stack) {
+    return std::make_shared<Guard>(make_python_predicate(predicate, py::make_tuple(args...)), std::move(parts), std::move(stack));
+  });
+}
+
+// torch's GuardDebugInfo text, which tests and logs compare.
+std::string debug_info_text(const GuardDebugInfo& info) {
+  return "GuardDebugInfo(\nresult=" + std::to_string(info.result ? 1 : 0) +
+      ",\nverbose_code_parts=" + py::str(info.verbose_code_parts).cast<std::string>() +
+      ",\nnum_guards_executed=" + std::to_string(info.num_guards_executed) +
+      ",\nuser_stack=" + py::str(info.user_stack).cast<std::string>() + ")\n";
+}
+
+// What get_leaf_guards() shows: a relational slot appears as its relation's
+// shared leaf, as torch shows one leaf object on every participating manager.
+std::vector<LeafGuardPtr> public_leaves(const std::vector<LeafGuardPtr>& leaves) {
+  std::vector<LeafGuardPtr> out;
+  out.reserve(leaves.size());
+  for (const LeafGuardPtr& leaf : leaves) {
+    auto* slot = dynamic_cast<RelationalSlot*>(leaf.get());
+    out.push_back(slot != nullptr ? slot->public_leaf() : leaf);
+  }
+  return out;
 }
 
 std::vector<GuardManager*> managers_from(const py::object& seq, const char* what) {
@@ -94,16 +133,27 @@ RootGuardManager* common_root(const std::vector<GuardManager*>& managers) {
   return root;
 }
 
-void install_relation(const std::vector<GuardManager*>& managers, std::shared_ptr<RelationalState> state) {
+// Slot i of `state` goes on managers[i]; the managers of group g (the first
+// group_sizes[0] managers, then the next group_sizes[1], ...) share one
+// public leaf of class PublicLeaf.
+template <typename PublicLeaf>
+void install_relation(
+    const std::vector<GuardManager*>& managers,
+    const std::shared_ptr<RelationalState>& state,
+    const std::vector<size_t>& group_sizes) {
   RootGuardManager* root = common_root(managers);
-  for (size_t i = 0; i < managers.size(); ++i) {
-    managers[i]->add_leaf_guard(std::make_shared<RelationalSlot>(state, i));
+  size_t slot = 0;
+  for (size_t size : group_sizes) {
+    auto public_leaf = std::make_shared<PublicLeaf>(*state);
+    for (size_t end = slot + size; slot < end; ++slot) {
+      managers[slot]->add_leaf_guard(std::make_shared<RelationalSlot>(state, slot, public_leaf));
+    }
   }
-  root->register_relation(std::move(state));
+  root->register_relation(state);
 }
 
 py::list as_list(const py::object& parts) {
-  return checked_code_parts(parts);
+  return code_parts_list(parts);
 }
 
 }  // namespace
@@ -117,83 +167,130 @@ PYBIND11_MODULE(_C, m) {
   register_watchers();
 
   py::class_<GuardDebugInfo>(m, "GuardDebugInfo")
+      .def(py::init([](bool result, py::list parts, int64_t num_guards_executed) {
+        return GuardDebugInfo{result, std::move(parts), num_guards_executed, py::none()};
+      }))
+      .def(py::init([](bool result, py::list parts, int64_t num_guards_executed, py::object user_stack) {
+        return GuardDebugInfo{result, std::move(parts), num_guards_executed, std::move(user_stack)};
+      }))
       .def_readonly("result", &GuardDebugInfo::result)
       .def_readonly("verbose_code_parts", &GuardDebugInfo::verbose_code_parts)
       .def_readonly("num_guards_executed", &GuardDebugInfo::num_guards_executed)
       .def_readonly("user_stack", &GuardDebugInfo::user_stack)
-      .def("__repr__", [](const GuardDebugInfo& info) {
-        return "GuardDebugInfo(result=" + std::string(info.result ? "True" : "False") +
-            ", verbose_code_parts=" + py::repr(info.verbose_code_parts).cast<std::string>() +
-            ", num_guards_executed=" + std::to_string(info.num_guards_executed) + ")";
-      });
+      .def("__str__", &debug_info_text);
 
   // ---- leaf guards ----
+  // torch's classes with torch's constructors; the fork's own leaves
+  // (nn.Module attribute guards) keep constructors without a root.
   py::class_<LeafGuard, std::shared_ptr<LeafGuard>>(m, "LeafGuard")
       .def("verbose_code_parts", &LeafGuard::verbose_code_parts)
       .def("user_stack", &LeafGuard::user_stack)
       .def("kind", &LeafGuard::kind)
-      .def("__call__", [](LeafGuard& self, py::handle value) { return self.check(value.ptr()); });
+      .def("__call__", [](LeafGuard& self, py::object value) { return self.check(value.ptr()); });
 
-  py::class_<TYPE_MATCH, LeafGuard, std::shared_ptr<TYPE_MATCH>>(m, "TYPE_MATCH")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<ID_MATCH, LeafGuard, std::shared_ptr<ID_MATCH>>(m, "ID_MATCH")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("id_val"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<EQUALS_MATCH, LeafGuard, std::shared_ptr<EQUALS_MATCH>>(m, "EQUALS_MATCH")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<SingletonGuard, LeafGuard, std::shared_ptr<SingletonGuard>>(m, "SingletonGuard");
-  py::class_<NONE_MATCH, SingletonGuard, std::shared_ptr<NONE_MATCH>>(m, "NONE_MATCH")
-      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<NOT_NONE, SingletonGuard, std::shared_ptr<NOT_NONE>>(m, "NOT_NONE")
-      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<TRUE_MATCH, SingletonGuard, std::shared_ptr<TRUE_MATCH>>(m, "TRUE_MATCH")
-      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<FALSE_MATCH, SingletonGuard, std::shared_ptr<FALSE_MATCH>>(m, "FALSE_MATCH")
-      .def(py::init<py::object, py::object>(), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<LENGTH_CHECK, LeafGuard, std::shared_ptr<LENGTH_CHECK>>(m, "LENGTH_CHECK")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<DICT_LENGTH, LeafGuard, std::shared_ptr<DICT_LENGTH>>(m, "DICT_LENGTH")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<TUPLE_ITERATOR_LEN, LeafGuard, std::shared_ptr<TUPLE_ITERATOR_LEN>>(m, "TUPLE_ITERATOR_LEN");
-  py::class_<FLOAT_IS_NAN, LeafGuard, std::shared_ptr<FLOAT_IS_NAN>>(m, "FLOAT_IS_NAN");
-  py::class_<COMPLEX_IS_NAN, LeafGuard, std::shared_ptr<COMPLEX_IS_NAN>>(m, "COMPLEX_IS_NAN");
-  py::class_<DEFAULT_DEVICE, LeafGuard, std::shared_ptr<DEFAULT_DEVICE>>(m, "DEFAULT_DEVICE");
-  py::class_<DICT_CONTAINS, LeafGuard, std::shared_ptr<DICT_CONTAINS>>(m, "DICT_CONTAINS")
-      .def(py::init<bool, py::object, py::object, py::object>(), py::arg("contains"), py::arg("key"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<SET_CONTAINS, LeafGuard, std::shared_ptr<SET_CONTAINS>>(m, "SET_CONTAINS");
-  py::class_<DICT_VERSION, LeafGuard, std::shared_ptr<DICT_VERSION>>(m, "DICT_VERSION")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<NO_HASATTR, LeafGuard, std::shared_ptr<NO_HASATTR>>(m, "NO_HASATTR")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("attr_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<MAPPING_KEYS_MATCH, LeafGuard, std::shared_ptr<MAPPING_KEYS_MATCH>>(m, "MAPPING_KEYS_MATCH");
-  py::class_<DIMENSION_DYNAMIC_MARKING_GUARD, LeafGuard, std::shared_ptr<DIMENSION_DYNAMIC_MARKING_GUARD>>(m, "DIMENSION_DYNAMIC_MARKING_GUARD");
-  py::class_<TENSOR_MATCH, LeafGuard, std::shared_ptr<TENSOR_MATCH>>(m, "TENSOR_MATCH");
-  py::class_<PythonPredicateGuard, LeafGuard, std::shared_ptr<PythonPredicateGuard>>(m, "PythonPredicateGuard");
-  py::class_<LAMBDA_GUARD, PythonPredicateGuard, std::shared_ptr<LAMBDA_GUARD>>(m, "LAMBDA_GUARD")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("guard_check_fn"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  def_leaf_class<DUAL_LEVEL_MATCH>(m, "DUAL_LEVEL_MATCH");
-  def_leaf_class<FAKE_SCRIPT_TYPE_MATCH>(m, "FAKE_SCRIPT_TYPE_MATCH");
-  def_leaf_class<DISPATCH_KEY_SET_MATCH>(m, "DISPATCH_KEY_SET_MATCH");
-  def_leaf_class<RANGE_ITERATOR_MATCH>(m, "RANGE_ITERATOR_MATCH");
-  py::class_<GLOBAL_STATE, LeafGuard, std::shared_ptr<GLOBAL_STATE>>(m, "GLOBAL_STATE")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("initial_state"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+  const auto root_arg = py::arg("root");
+  const auto parts_arg = py::arg("verbose_code_parts");
+  const auto stack_arg = py::arg("user_stack") = py::none();
+  LeafClass<TYPE_MATCH>(m, "TYPE_MATCH").def(torch_leaf_init<TYPE_MATCH, py::object>(), root_arg, py::arg("type_id"), parts_arg, stack_arg);
+  LeafClass<ID_MATCH>(m, "ID_MATCH").def(torch_leaf_init<ID_MATCH, py::object>(), root_arg, py::arg("id_val"), parts_arg, stack_arg);
+  LeafClass<EQUALS_MATCH>(m, "EQUALS_MATCH").def(torch_leaf_init<EQUALS_MATCH, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+  LeafClass<NONE_MATCH>(m, "NONE_MATCH").def(torch_leaf_init<NONE_MATCH>(), root_arg, parts_arg, stack_arg);
+  LeafClass<NOT_NONE>(m, "NOT_NONE").def(torch_leaf_init<NOT_NONE>(), root_arg, parts_arg, stack_arg);
+  LeafClass<TRUE_MATCH>(m, "TRUE_MATCH").def(torch_leaf_init<TRUE_MATCH>(), root_arg, parts_arg, stack_arg);
+  LeafClass<FALSE_MATCH>(m, "FALSE_MATCH").def(torch_leaf_init<FALSE_MATCH>(), root_arg, parts_arg, stack_arg);
+  LeafClass<LENGTH_CHECK>(m, "LENGTH_CHECK").def(torch_leaf_init<LENGTH_CHECK, py::object>(), root_arg, py::arg("length"), parts_arg, stack_arg);
+  LeafClass<DICT_LENGTH>(m, "DICT_LENGTH").def(torch_leaf_init<DICT_LENGTH, py::object>(), root_arg, py::arg("length"), parts_arg, stack_arg);
+  LeafClass<TUPLE_ITERATOR_LEN>(m, "TUPLE_ITERATOR_LEN")
+      .def(torch_leaf_init<TUPLE_ITERATOR_LEN, py::object, py::object>(), root_arg, py::arg("length"), py::arg("type_id"), parts_arg, stack_arg);
+  LeafClass<FLOAT_IS_NAN>(m, "FLOAT_IS_NAN").def(torch_leaf_init<FLOAT_IS_NAN>(), root_arg, parts_arg, stack_arg);
+  LeafClass<COMPLEX_IS_NAN>(m, "COMPLEX_IS_NAN").def(torch_leaf_init<COMPLEX_IS_NAN>(), root_arg, parts_arg, stack_arg);
+  LeafClass<DEFAULT_DEVICE>(m, "DEFAULT_DEVICE").def(torch_leaf_init<DEFAULT_DEVICE>(), root_arg, parts_arg, stack_arg);
+  LeafClass<DICT_CONTAINS>(m, "DICT_CONTAINS")
+      .def(torch_leaf_init<DICT_CONTAINS, bool, py::object>(), root_arg, py::arg("contains"), py::arg("key"), parts_arg, stack_arg);
+  LeafClass<SET_CONTAINS>(m, "SET_CONTAINS")
+      .def(torch_leaf_init<SET_CONTAINS, bool, py::object>(), root_arg, py::arg("contains"), py::arg("item"), parts_arg, stack_arg);
+  LeafClass<DICT_VERSION>(m, "DICT_VERSION").def(torch_leaf_init<DICT_VERSION, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+  LeafClass<NO_HASATTR>(m, "NO_HASATTR").def(torch_leaf_init<NO_HASATTR, py::object>(), root_arg, py::arg("attr_name"), parts_arg, stack_arg);
+  LeafClass<MAPPING_KEYS_MATCH>(m, "MAPPING_KEYS_MATCH")
+      .def(torch_leaf_init<MAPPING_KEYS_MATCH, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+  LeafClass<DIMENSION_DYNAMIC_MARKING_GUARD>(m, "DIMENSION_DYNAMIC_MARKING_GUARD")
+      .def(
+          torch_leaf_init<DIMENSION_DYNAMIC_MARKING_GUARD, py::dict, py::list, py::dict>(),
+          root_arg, py::arg("expected_attrs"), py::arg("absent_attrs"), py::arg("dependent_attrs"), parts_arg, stack_arg);
+  LeafClass<TENSOR_MATCH>(m, "TENSOR_MATCH")
+      .def(
+          py::init([](const RootGuardManager& /*root*/, py::object value, py::object sizes, py::object strides,
+                      std::string tensor_name, py::list verbose_code_parts, py::object user_stack, py::type pytype,
+                      py::object dispatch_keys) {
+            return std::make_shared<TENSOR_MATCH>(
+                std::move(value), std::move(sizes), std::move(strides), py::str(tensor_name),
+                std::move(verbose_code_parts), std::move(user_stack), std::move(pytype), std::move(dispatch_keys));
+          }),
+          root_arg, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), parts_arg,
+          py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"));
+  LeafClass<LAMBDA_GUARD>(m, "LAMBDA_GUARD")
+      .def(
+          py::init([](const RootGuardManager& /*root*/, py::function fn, py::list verbose_code_parts, py::object user_stack) {
+            return std::make_shared<LAMBDA_GUARD>(std::move(fn), std::move(verbose_code_parts), std::move(user_stack));
+          }),
+          root_arg, py::arg("guard_check_fn"), parts_arg, stack_arg);
+  LeafClass<DUAL_LEVEL_MATCH>(m, "DUAL_LEVEL_MATCH")
+      .def(torch_python_leaf_init<DUAL_LEVEL_MATCH, int64_t>("dual_level_match"), root_arg, py::arg("level"), parts_arg, stack_arg);
+  LeafClass<FAKE_SCRIPT_TYPE_MATCH>(m, "FAKE_SCRIPT_TYPE_MATCH")
+      .def(
+          torch_python_leaf_init<FAKE_SCRIPT_TYPE_MATCH, py::object, py::object>("fake_script_type_match"),
+          root_arg, py::arg("fake_script_type"), py::arg("type_id"), parts_arg, stack_arg);
+  LeafClass<DISPATCH_KEY_SET_MATCH>(m, "DISPATCH_KEY_SET_MATCH")
+      .def(torch_python_leaf_init<DISPATCH_KEY_SET_MATCH, py::object>("dispatch_key_set_match"), root_arg, py::arg("dispatch_key"), parts_arg, stack_arg);
+  LeafClass<RANGE_ITERATOR_MATCH>(m, "RANGE_ITERATOR_MATCH")
+      .def(
+          torch_python_leaf_init<RANGE_ITERATOR_MATCH, py::object, py::object, py::object, py::object>("range_iterator_match"),
+          root_arg, py::arg("start"), py::arg("stop"), py::arg("step"), py::arg("type_id"), parts_arg, stack_arg);
+  LeafClass<GLOBAL_STATE>(m, "GLOBAL_STATE")
+      .def(
+          py::init([](const RootGuardManager& /*root*/, py::list verbose_code_parts, py::object user_stack) {
+            // torch's leaf compares with the state at its construction.
+            py::object now = py::module_::import("torch._C._dynamo.guards").attr("GlobalStateGuard")();
+            return std::make_shared<GLOBAL_STATE>(std::move(now), std::move(verbose_code_parts), std::move(user_stack));
+          }),
+          root_arg, parts_arg, stack_arg)
+      .def("check_verbose", [](GLOBAL_STATE& self, py::object value) {
+        // torch counts the guard only when it passes.
+        CheckContext ctx;
+        bool ok = self.run(value.ptr(), &ctx);
+        if (ok) {
+          return GuardDebugInfo{true, py::list(), 1, py::none()};
+        }
+        return GuardDebugInfo{false, py::reinterpret_borrow<py::list>(ctx.verbose_code_parts), 0, ctx.user_stack};
+      }, py::arg("value"))
       .def("is_native", &GLOBAL_STATE::is_native);
-  py::class_<TORCH_FUNCTION_MODE_STACK, LeafGuard, std::shared_ptr<TORCH_FUNCTION_MODE_STACK>>(m, "TORCH_FUNCTION_MODE_STACK")
-      .def(py::init<py::list, py::object, py::object>(), py::arg("initial_stack"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<NN_MODULE_ATTR_RESOLUTION, LeafGuard, std::shared_ptr<NN_MODULE_ATTR_RESOLUTION>>(m, "NN_MODULE_ATTR_RESOLUTION")
-      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<GETATTR_FALLTHROUGH, LeafGuard, std::shared_ptr<GETATTR_FALLTHROUGH>>(m, "GETATTR_FALLTHROUGH")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<NN_MODULE_HOOKS_EMPTY, LeafGuard, std::shared_ptr<NN_MODULE_HOOKS_EMPTY>>(m, "NN_MODULE_HOOKS_EMPTY")
-      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
-      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
-  py::class_<RelationalSlot, LeafGuard, std::shared_ptr<RelationalSlot>>(m, "RelationalGuard");
+  LeafClass<TORCH_FUNCTION_MODE_STACK>(m, "TORCH_FUNCTION_MODE_STACK")
+      .def(torch_leaf_init<TORCH_FUNCTION_MODE_STACK, py::list>(), root_arg, py::arg("initial_stack"), parts_arg, stack_arg);
+  LeafClass<NN_MODULE_ATTR_RESOLUTION>(m, "NN_MODULE_ATTR_RESOLUTION")
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("dict_name"), parts_arg, stack_arg);
+  LeafClass<GETATTR_FALLTHROUGH>(m, "GETATTR_FALLTHROUGH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts_arg, stack_arg);
+  LeafClass<NN_MODULE_HOOKS_EMPTY>(m, "NN_MODULE_HOOKS_EMPTY")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts_arg, stack_arg);
+  LeafClass<CLASS_ATTR_MATCH>(m, "CLASS_ATTR_MATCH")
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), parts_arg, stack_arg);
+
+  // Relational guards: built by the install_*_guard functions only.
+  LeafClass<RelationalGuard>(m, "RelationalGuard").def("__call__", [](RelationalGuard&, py::object) -> bool {
+    throw py::type_error("a relational guard relates the values of several guard managers; its root checks it");
+  });
+  py::class_<NO_TENSOR_ALIASING, RelationalGuard, std::shared_ptr<NO_TENSOR_ALIASING>>(m, "NO_TENSOR_ALIASING");
+  py::class_<OBJECT_ALIASING, RelationalGuard, std::shared_ptr<OBJECT_ALIASING>>(m, "OBJECT_ALIASING");
+  py::class_<STORAGE_OVERLAPPING, RelationalGuard, std::shared_ptr<STORAGE_OVERLAPPING>>(m, "STORAGE_OVERLAPPING");
+  py::class_<SYMBOLIC_SHAPE_GUARD, RelationalGuard, std::shared_ptr<SYMBOLIC_SHAPE_GUARD>>(m, "SYMBOLIC_SHAPE_GUARD");
 
   // ---- accessors ----
   py::class_<GuardAccessor, std::unique_ptr<GuardAccessor, py::nodelete>>(m, "GuardAccessor")
       .def("repr", &GuardAccessor::repr)
       .def("kind", &GuardAccessor::kind)
       .def("get_key", &GuardAccessor::key);
+  // The accessor classes torch registers (the others show as GuardAccessor,
+  // as in torch), and the fork's own NNModuleAttrGuardAccessor.
 #define DYNAMO_GUARDS_BIND_ACCESSOR(NAME) \
   py::class_<NAME, GuardAccessor, std::unique_ptr<NAME, py::nodelete>>(m, #NAME)
   DYNAMO_GUARDS_BIND_ACCESSOR(FrameLocalsGuardAccessor);
@@ -202,7 +299,6 @@ PYBIND11_MODULE(_C, m) {
   DYNAMO_GUARDS_BIND_ACCESSOR(GetItemGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(ListGetItemGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(TupleGetItemGuardAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(IndexedGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(FuncDefaultsGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(FuncKwDefaultsGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(CodeGuardAccessor);
@@ -213,16 +309,12 @@ PYBIND11_MODULE(_C, m) {
   DYNAMO_GUARDS_BIND_ACCESSOR(WeakRefCallGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(CallFunctionNoArgsGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(TupleIteratorGetItemAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(SetGetItemGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(GlobalWeakRefGuardAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(PythonLambdaGuardAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(GradGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(GetGenericDictGuardAccessor);
   DYNAMO_GUARDS_BIND_ACCESSOR(GenericGetAttrGuardAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(GetAttrGuardAccessor).def("get_attr_name", &GetAttrGuardAccessor::key);
-  DYNAMO_GUARDS_BIND_ACCESSOR(TensorSizeGuardAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(TensorStrideGuardAccessor);
-  DYNAMO_GUARDS_BIND_ACCESSOR(TensorStorageOffsetGuardAccessor);
+  DYNAMO_GUARDS_BIND_ACCESSOR(GetAttrGuardAccessor).def("get_attr_name", [](const GetAttrGuardAccessor& self) {
+    return self.key().cast<std::string>();
+  });
   DYNAMO_GUARDS_BIND_ACCESSOR(NNModuleAttrGuardAccessor).def("path_at_build", &NNModuleAttrGuardAccessor::path_at_build);
 #undef DYNAMO_GUARDS_BIND_ACCESSOR
 
@@ -259,7 +351,7 @@ PYBIND11_MODULE(_C, m) {
             return out;
           },
           kChild)
-      .def("get_leaf_guards", &GuardManager::leaf_guards)
+      .def("get_leaf_guards", [](const GuardManager& self) { return public_leaves(self.leaf_guards()); })
       .def("is_memoized", [](const GuardManager& self) { return self.memo() != nullptr; })
       .def("memo_log_size", [](const GuardManager& self) -> py::object {
         if (self.memo() == nullptr || !self.memo()->has_log()) {
@@ -429,20 +521,27 @@ PYBIND11_MODULE(_C, m) {
   // Accessors, in torch's argument order: key, source, example_value,
   // guard_manager_enum.
   def_keyed_manager<GetItemGuardAccessor>(gm, "getitem_manager", "key");
-  def_keyed_manager<FrameLocalsGuardAccessor>(gm, "framelocals_manager_by_name", "key");
+  gm.def(
+      "framelocals_manager_by_name",
+      [](GuardManager& self, py::object name, std::string source, py::object example_value, py::object guard_manager_enum) {
+        return self.child_manager<FrameLocalsGuardAccessor>(std::move(name), std::move(source), example_value, guard_manager_enum, Py_ssize_t{-1});
+      },
+      py::arg("key"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), kChild);
   gm.def(
       "framelocals_manager",
       [](GuardManager& self, py::object key, std::string source, py::object example_value, py::object guard_manager_enum) {
         // torch passes (name, index into the frame's localsplus); the engine
         // sees the locals as a dict and reads them by name.
         py::object name = key;
+        Py_ssize_t index = -1;
         if (PyTuple_Check(key.ptr())) {
           if (PyTuple_GET_SIZE(key.ptr()) != 2) {
             throw py::value_error("framelocals_manager key must be a name or (name, index)");
           }
           name = py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(key.ptr(), 0));
+          index = index_key(py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(key.ptr(), 1)), "frame local index");
         }
-        return self.child_manager<FrameLocalsGuardAccessor>(name, std::move(source), example_value, guard_manager_enum);
+        return self.child_manager<FrameLocalsGuardAccessor>(name, std::move(source), example_value, guard_manager_enum, index);
       },
       py::arg("key"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), kChild);
   def_keyed_manager<DictGetItemGuardAccessor>(gm, "dict_getitem_manager", "key");
@@ -478,6 +577,13 @@ PYBIND11_MODULE(_C, m) {
       py::arg("attr"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), py::arg("example_module"), kChild);
 
   py::class_<DictGuardManager, GuardManager, std::unique_ptr<DictGuardManager, py::nodelete>>(m, "DictGuardManager")
+      // The manager checks the dict's length itself; like torch's, it adds
+      // no leaf for the same length.
+      .def("add_dict_length_check_guard", [](DictGuardManager& self, py::object length, py::object parts, py::object stack) {
+        if (checked_length(length, "length") != self.size()) {
+          add_leaf<DICT_LENGTH>(self, length, parts, stack);
+        }
+      }, py::arg("length"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
       .def(
           "get_key_manager",
           [](DictGuardManager& self, py::object index, std::string source, py::object example_value, py::object e) {
@@ -492,16 +598,14 @@ PYBIND11_MODULE(_C, m) {
           py::arg("index"), py::arg("source"), py::arg("example_value"), py::arg("guard_manager_enum"), kChild)
       .def(
           "get_key_value_managers",
-          [](py::object self_obj) {
-            auto& self = self_obj.cast<DictGuardManager&>();
-            py::dict out;
+          [](const DictGuardManager& self) {
+            std::map<Py_ssize_t, std::pair<GuardManager*, GuardManager*>> out;
             for (const auto& [index, entry] : self.entries()) {
-              py::object k = entry.key ? py::cast(entry.key.get(), py::return_value_policy::reference_internal, self_obj) : py::none();
-              py::object v = entry.value ? py::cast(entry.value.get(), py::return_value_policy::reference_internal, self_obj) : py::none();
-              out[py::int_(index)] = py::make_tuple(k, v);
+              out.emplace(index, std::make_pair(entry.key.get(), entry.value.get()));
             }
             return out;
-          });
+          },
+          kChild);
 
   py::class_<RootGuardManager, GuardManager, std::unique_ptr<RootGuardManager>>(m, "RootGuardManager")
       .def(py::init<>())
@@ -527,25 +631,27 @@ PYBIND11_MODULE(_C, m) {
     if (py::len(tensor_names) != ms.size()) {
       throw py::value_error("install_no_tensor_aliasing_guard needs one tensor name per guard manager");
     }
-    install_relation(ms, std::make_shared<NoTensorAliasing>(ms.size(), as_list(parts), stack));
+    install_relation<NO_TENSOR_ALIASING>(ms, std::make_shared<NoTensorAliasing>(ms.size(), as_list(parts), stack), {ms.size()});
   });
   m.def("install_object_aliasing_guard", [](GuardManager* x, GuardManager* y, py::object parts, py::object stack) {
     std::vector<GuardManager*> ms{x, y};
-    install_relation(ms, std::make_shared<ObjectAliasing>(2, as_list(parts), stack));
+    install_relation<OBJECT_ALIASING>(ms, std::make_shared<ObjectAliasing>(2, as_list(parts), stack), {2});
   });
   m.def("install_storage_overlapping_guard", [](py::list overlapping, py::list non_overlapping, py::object parts, py::object stack) {
     std::vector<GuardManager*> ms = managers_from(overlapping, "overlapping");
     std::vector<GuardManager*> rest = managers_from(non_overlapping, "non_overlapping");
     size_t n_overlapping = ms.size();
     ms.insert(ms.end(), rest.begin(), rest.end());
-    install_relation(ms, std::make_shared<StorageOverlapping>(n_overlapping, rest.size(), as_list(parts), stack));
+    install_relation<STORAGE_OVERLAPPING>(
+        ms, std::make_shared<StorageOverlapping>(n_overlapping, rest.size(), as_list(parts), stack), {n_overlapping, rest.size()});
   });
   m.def("install_symbolic_shape_guard", [](py::list managers, size_t num_ints, size_t num_floats, uintptr_t fn, py::object keep_alive, py::object parts, py::object stack) {
     std::vector<GuardManager*> ms = managers_from(managers, "guard_managers");
     if (ms.size() != num_ints + num_floats) {
       throw py::value_error("install_symbolic_shape_guard needs one guard manager per int and float input");
     }
-    install_relation(ms, std::make_shared<SymbolicShapeGuard>(num_ints, num_floats, fn, keep_alive, as_list(parts), stack));
+    install_relation<SYMBOLIC_SHAPE_GUARD>(
+        ms, std::make_shared<SymbolicShapeGuard>(num_ints, num_floats, fn, keep_alive, as_list(parts), stack), {ms.size()});
   });
 
   m.def("profile_guard_manager", [](RootGuardManager& root, py::handle f_locals, int n_iters) {
@@ -559,6 +665,21 @@ PYBIND11_MODULE(_C, m) {
     std::chrono::duration<double, std::micro> total = std::chrono::high_resolution_clock::now() - start;
     return total.count() / n_iters;
   });
+
+  // The rest of torch._C._dynamo.guards is not guard-tree machinery: the
+  // state guards torch's convert_frame and GLOBAL_STATE use, the small id
+  // checks of torch's Python guard code, and inductor's runtime helpers.
+  // They are torch's own objects (dict_version is the engine's, below).
+  py::module_ torch_guards = py::module_::import("torch._C._dynamo.guards");
+  for (const char* name :
+       {"GlobalStateGuard", "TensorGuards", "check_obj_id", "check_type_id", "assert_size_stride", "assert_alignment",
+        "copy_if_misaligned", "compute_overlapping_tensors", "set_is_in_mode_without_ignore_compile_internals",
+        "_empty_strided_cpu", "_empty_strided_cpu_pinned", "_empty_strided_cuda", "_empty_strided_mtia",
+        "_empty_strided_xpu", "_reinterpret_tensor", "_torchinductor_get_thp_dtype", "_torchinductor_get_thp_layout",
+        "_torchinductor_get_thp_memory_format", "_torchinductor_pyobject_tensor_data_ptr",
+        "_torchinductor_thp_device_new", "_torchinductor_thp_variable_wrap", "_torchinductor_thputils_unpack_int"}) {
+    m.attr(name) = torch_guards.attr(name);
+  }
 
   m.attr("MAX_TREE_DEPTH") = GuardManager::kMaxTreeDepth;
 

@@ -26,7 +26,7 @@ GuardManager* DictGuardManager::key_manager(
     const py::object& guard_manager_enum) {
   Entry& entry = entries_[checked_index(index)];
   if (!entry.key) {
-    entry.key = make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+    entry.key = make_child(manager_kind_for(guard_manager_enum, example_value), std::move(source), example_value);
     notify_tree_changed();
   }
   return entry.key.get();
@@ -39,7 +39,7 @@ GuardManager* DictGuardManager::value_manager(
     const py::object& guard_manager_enum) {
   Entry& entry = entries_[checked_index(index)];
   if (!entry.value) {
-    entry.value = make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+    entry.value = make_child(manager_kind_for(guard_manager_enum, example_value), std::move(source), example_value);
     notify_tree_changed();
   }
   return entry.value.get();

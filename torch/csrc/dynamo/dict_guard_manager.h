@@ -27,6 +27,8 @@ class DictGuardManager : public GuardManager {
     std::unique_ptr<GuardManager> value;  // may be null
   };
   const std::map<Py_ssize_t, Entry>& entries() const { return entries_; }
+  // The length every guarded dict must have (checked before anything else).
+  Py_ssize_t size() const { return size_; }
 
  protected:
   std::unique_ptr<GuardManager> clone_node(RootGuardManager* root) const override;

@@ -38,6 +38,10 @@ class GuardAccessor {
   // Cold: what a failed access() reports, in torch's words ("getattr failed
   // on source ...", "KeyError on ...").
   virtual std::string access_failure() const;
+  // Whether a failed access() reports the text of the Python error it raised
+  // instead (torch does so for the lambda accessor, whose callable is the
+  // user's).
+  virtual bool reports_raised_error() const { return false; }
 
   // For a SubtreeMemo: records what reading `child` from `parent` depended
   // on and returns true when that pins the read (dict contents, class
@@ -53,6 +57,10 @@ class GuardAccessor {
   GuardManager* child() const { return child_.get(); }
 
  protected:
+  // Cold: str() of the pending Python error, which it clears; the
+  // access_failure() text when there is none.
+  std::string raised_error_text() const;
+
   py::object key_;
   std::unique_ptr<GuardManager> child_;
 };

@@ -1,6 +1,7 @@
 #include "torch/csrc/dynamo/guard_manager.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "torch/csrc/dynamo/dict_guard_manager.h"
 #include "torch/csrc/dynamo/py_ref.h"
@@ -10,7 +11,10 @@
 
 namespace dynamo_guards {
 
-ManagerKind manager_kind_from_python(const py::object& guard_manager_enum) {
+ManagerKind manager_kind_for(const py::object& guard_manager_enum, py::handle example_value) {
+  if (!PyDict_Check(example_value.ptr())) {
+    return ManagerKind::Plain;  // torch too ignores the enum for other values
+  }
   py::object value = guard_manager_enum;
   if (py::hasattr(value, "value") && !PyLong_Check(value.ptr())) {
     value = value.attr("value");
@@ -151,10 +155,6 @@ std::unique_ptr<GuardManager> GuardManager::make_child(ManagerKind kind, std::st
   }
   std::unique_ptr<GuardManager> child;
   if (kind == ManagerKind::Dict) {
-    if (!PyDict_Check(example_value.ptr())) {
-      throw py::type_error(
-          "a DictGuardManager needs a dict example value, got " + std::string(Py_TYPE(example_value.ptr())->tp_name));
-    }
     child = std::make_unique<DictGuardManager>(root_, std::move(source), example_value);
   } else {
     child = std::make_unique<GuardManager>(root_, std::move(source), example_value);
@@ -172,8 +172,12 @@ std::unique_ptr<GuardManager> GuardManager::clone_node(RootGuardManager* root) c
 
 void GuardManager::clone_contents_into(GuardManager& copy, RootGuardManager* root, const py::object& keep) const {
   for (const LeafGuardPtr& leaf : leaves_) {
-    if (dynamic_cast<RelationalSlot*>(leaf.get()) == nullptr) {
-      copy.leaves_.push_back(leaf);
+    copy.leaves_.push_back(leaf);
+    // A kept slot records into the same relation, which the copy's root
+    // then verifies too (a relation whose other managers were not kept is
+    // never complete, and holds).
+    if (auto* slot = dynamic_cast<RelationalSlot*>(leaf.get())) {
+      root->register_relation(slot->state());
     }
   }
   for (const auto& accessor : accessors_) {
@@ -227,7 +231,46 @@ std::string GuardAccessor::repr() const {
 }
 
 std::string GuardAccessor::access_failure() const {
+  // torch's words, where torch has its own, for a value an accessor cannot
+  // read (they reach recompile reasons); a few name no source.
+  struct Failure {
+    std::string_view kind;
+    const char* before_source;
+    bool names_source;
+  };
+  static constexpr Failure kTorchFailures[] = {
+      {"ListGetItemGuardAccessor", "IndexError on ", true},
+      {"TupleGetItemGuardAccessor", "IndexError on ", true},
+      {"FuncDefaultsGuardAccessor", "FuncDefaultsGuardAccessor: Not a function on ", true},
+      {"FuncKwDefaultsGuardAccessor", "FuncKwDefaultsGuardAccessor: Not a function on ", true},
+      {"CodeGuardAccessor", "CodeGuardAccessor: Not a function on ", true},
+      {"ClosureGuardAccessor", "ClosureGuardAccessor: Not a function on ", true},
+      {"WeakRefCallGuardAccessor", "Not a weakref obj ", true},
+      {"CallFunctionNoArgsGuardAccessor", "Not a callable obj ", true},
+      {"GradGuardAccessor", "not a tensor - grad field is accessed ", true},
+      {"GetGenericDictGuardAccessor", "getattr failed on source ", true},
+      {"TensorSizeGuardAccessor", "tensor has too few dimensions", false},
+      {"TensorStrideGuardAccessor", "tensor has too few dimensions", false},
+      {"TensorStorageOffsetGuardAccessor", "not a tensor", true},
+  };
+  for (const Failure& failure : kTorchFailures) {
+    if (failure.kind == kind()) {
+      return failure.names_source ? failure.before_source + child_->source() : failure.before_source;
+    }
+  }
   return repr() + " failed on source " + child_->source();
+}
+
+std::string GuardAccessor::raised_error_text() const {
+  if (!PyErr_Occurred()) {
+    return access_failure();
+  }
+  py::error_already_set raised;  // takes the pending error
+  try {
+    return py::str(raised.value()).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    return access_failure();  // its __str__ raised too
+  }
 }
 
 bool GuardAccessor::matches(const char* kind, const py::object& key) const {
@@ -251,10 +294,10 @@ bool GuardAccessor::matches(const char* kind, const py::object& key) const {
 bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
   OwnedRef child_value(access(parent));
   if (!child_value) {
-    discard_python_error();
     if (ctx != nullptr) {
-      ctx->record_failure(access_failure());
+      ctx->record_failure(reports_raised_error() ? raised_error_text() : access_failure());
     }
+    discard_python_error();
     return false;
   }
   if (ctx != nullptr && ctx->recorder != nullptr) {

@@ -19,9 +19,12 @@ namespace py = pybind11;
 
 class RootGuardManager;
 
-// The builder's GuardManagerType: which manager guards a child value.
+// The builder's GuardManagerType: which manager guards a child value. As in
+// torch, only a dict (or subclass) example value reads the enum (which must
+// then be a GuardManagerType or its int value); any other value gets a
+// plain manager.
 enum class ManagerKind { Plain = 1, Dict = 2 };
-ManagerKind manager_kind_from_python(const py::object& guard_manager_enum);
+ManagerKind manager_kind_for(const py::object& guard_manager_enum, py::handle example_value);
 
 class GuardManager {
  public:
@@ -78,14 +81,14 @@ class GuardManager {
       }
     }
     std::unique_ptr<GuardManager> child =
-        make_child(manager_kind_from_python(guard_manager_enum), std::move(source), example_value);
+        make_child(manager_kind_for(guard_manager_enum, example_value), std::move(source), example_value);
     accessors_.push_back(std::make_unique<Accessor>(std::move(key), std::move(child), std::forward<Extra>(extra)...));
     notify_tree_changed();
     return accessors_.back()->child();
   }
 
   // Deep copy of the subtree whose managers `keep(manager)` accepts; leaves
-  // are shared with the original, relational slots are dropped.
+  // (relational slots among them) are shared with the original.
   std::unique_ptr<GuardManager> clone(RootGuardManager* root, const py::object& keep) const;
 
   const std::string& source() const { return source_; }

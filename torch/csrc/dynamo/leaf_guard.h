@@ -80,7 +80,9 @@ class LeafGuard {
 
 using LeafGuardPtr = std::shared_ptr<LeafGuard>;
 
-// Validates that a builder argument is a list of strings; raises TypeError.
-py::list checked_code_parts(const py::object& parts);
+// list(parts), as torch's guards keep their verbose_code_parts: any iterable
+// is taken (a str becomes the list of its characters, as in torch); anything
+// else raises TypeError.
+py::list code_parts_list(const py::object& parts);
 
 }  // namespace dynamo_guards

@@ -5,7 +5,7 @@
 namespace dynamo_guards {
 
 RelationalState::RelationalState(size_t num_slots, py::list parts, py::object stack)
-    : slots_(num_slots), parts_(checked_code_parts(parts)), stack_(std::move(stack)) {}
+    : slots_(num_slots), parts_(code_parts_list(parts)), stack_(std::move(stack)) {}
 
 RelationalState::~RelationalState() = default;
 
@@ -39,8 +39,17 @@ bool RelationalState::verify(CheckContext* ctx) {
   return false;
 }
 
-RelationalSlot::RelationalSlot(std::shared_ptr<RelationalState> state, size_t slot)
-    : LeafGuard(state->verbose_code_parts(), state->user_stack()), state_(std::move(state)), slot_(slot) {}
+RelationalGuard::RelationalGuard(const RelationalState& state)
+    : LeafGuard(state.verbose_code_parts(), state.user_stack()), kind_(state.kind()) {}
+
+RelationalSlot::RelationalSlot(
+    std::shared_ptr<RelationalState> state,
+    size_t slot,
+    std::shared_ptr<RelationalGuard> public_leaf)
+    : LeafGuard(state->verbose_code_parts(), state->user_stack()),
+      state_(std::move(state)),
+      slot_(slot),
+      public_leaf_(std::move(public_leaf)) {}
 
 bool NoTensorAliasing::holds() {
   std::vector<PyObject*> seen;

@@ -4,6 +4,11 @@
 // relations hold). Each participating manager holds a RelationalSlot leaf
 // that records its value during an evaluation; the root verifies every
 // relation once the tree has passed and then clears the recorded values.
+//
+// Python sees torch's shape of it: every manager of a relation shows the
+// same RelationalGuard leaf (OBJECT_ALIASING, NO_TENSOR_ALIASING,
+// SYMBOLIC_SHAPE_GUARD; STORAGE_OVERLAPPING has one for the overlapping
+// managers and one for the others), which is each slot's public face.
 #pragma once
 
 #include <string>
@@ -36,10 +41,36 @@ class RelationalState {
   py::object stack_;
 };
 
+// The leaf Python sees on the managers of one relation (or one group of
+// it). It is never part of a tree: the slots record, the root verifies.
+class RelationalGuard : public LeafGuard {
+ public:
+  explicit RelationalGuard(const RelationalState& state);
+  // Python cannot evaluate a relation on one value; the bindings refuse the
+  // call, so this is never reached.
+  bool check(PyObject* /*value*/) override { return true; }
+  const char* kind() const override { return kind_; }
+
+ private:
+  const char* kind_;  // a string literal of the state's class
+};
+
+// One class per relation kind, so that Python sees torch's class names.
+#define DYNAMO_GUARDS_RELATIONAL_LEAF(NAME)                                  \
+  class NAME : public RelationalGuard {                                      \
+   public:                                                                   \
+    explicit NAME(const RelationalState& state) : RelationalGuard(state) {} \
+  }
+DYNAMO_GUARDS_RELATIONAL_LEAF(NO_TENSOR_ALIASING);
+DYNAMO_GUARDS_RELATIONAL_LEAF(OBJECT_ALIASING);
+DYNAMO_GUARDS_RELATIONAL_LEAF(STORAGE_OVERLAPPING);
+DYNAMO_GUARDS_RELATIONAL_LEAF(SYMBOLIC_SHAPE_GUARD);
+#undef DYNAMO_GUARDS_RELATIONAL_LEAF
+
 // The leaf a participating manager holds: records the value, never fails.
 class RelationalSlot : public LeafGuard {
  public:
-  RelationalSlot(std::shared_ptr<RelationalState> state, size_t slot);
+  RelationalSlot(std::shared_ptr<RelationalState> state, size_t slot, std::shared_ptr<RelationalGuard> public_leaf);
   bool check(PyObject* value) override {
     state_->record(slot_, value);
     return true;
@@ -47,10 +78,13 @@ class RelationalSlot : public LeafGuard {
   const char* kind() const override { return state_->kind(); }
   bool may_run_python() const override { return false; }  // stores a pointer
   const std::shared_ptr<RelationalState>& state() const { return state_; }
+  // What get_leaf_guards() shows in this slot's place.
+  const std::shared_ptr<RelationalGuard>& public_leaf() const { return public_leaf_; }
 
  private:
   std::shared_ptr<RelationalState> state_;
   size_t slot_;
+  std::shared_ptr<RelationalGuard> public_leaf_;
 };
 
 class NoTensorAliasing : public RelationalState {

@@ -1,5 +1,7 @@
 #include "torch/csrc/dynamo/root_guard_manager.h"
 
+#include <algorithm>
+
 #include "torch/csrc/dynamo/tensor_match.h"
 
 namespace dynamo_guards {
@@ -64,9 +66,16 @@ GuardDebugInfo RootGuardManager::check_verbose(PyObject* f_locals) {
   return info;
 }
 
+void RootGuardManager::register_relation(std::shared_ptr<RelationalState> state) {
+  if (std::find(relations_.begin(), relations_.end(), state) == relations_.end()) {
+    relations_.push_back(std::move(state));
+  }
+}
+
 std::unique_ptr<RootGuardManager> RootGuardManager::clone_root(const py::object& keep) const {
   auto copy = std::make_unique<RootGuardManager>();
   copy->compile_id = compile_id;
+  copy->epilogue_ = epilogue_;
   clone_contents_into(*copy, copy.get(), keep);
   return copy;
 }

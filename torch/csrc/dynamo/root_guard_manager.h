@@ -25,7 +25,8 @@ class RootGuardManager : public GuardManager {
 
   void add_epilogue_guard(LeafGuardPtr guard) { epilogue_.push_back(std::move(guard)); }
   const std::vector<LeafGuardPtr>& epilogue_guards() const { return epilogue_; }
-  void register_relation(std::shared_ptr<RelationalState> state) { relations_.push_back(std::move(state)); }
+  // Verifies `state` after the tree passed; registering it again is a no-op.
+  void register_relation(std::shared_ptr<RelationalState> state);
 
   std::unique_ptr<RootGuardManager> clone_root(const py::object& keep) const;
 

@@ -17,6 +17,12 @@ bool in_range(Py_ssize_t i, int64_t dim) {
   return i >= 0 && i < dim;
 }
 
+// torch prints the three tensor property accessors as one template class.
+std::string tensor_property_repr(const char* property, const py::object& index) {
+  std::string shown = index.is_none() ? "-1" : py::str(index).cast<std::string>();
+  return std::string("TensorPropertyGuardAccessor<TensorProperty::") + property + ">(" + shown + ")";
+}
+
 }  // namespace
 
 TensorSizeGuardAccessor::TensorSizeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -31,6 +37,9 @@ PyObject* TensorSizeGuardAccessor::access(PyObject* parent) {
   Py_ssize_t i = PyLong_AsSsize_t(key_.ptr());
   return in_range(i, t.dim()) ? int_or_fail(t.sym_sizes()[i]) : nullptr;
 }
+std::string TensorSizeGuardAccessor::repr() const {
+  return tensor_property_repr("SIZE", key_);
+}
 
 TensorStrideGuardAccessor::TensorStrideGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {
@@ -44,6 +53,9 @@ PyObject* TensorStrideGuardAccessor::access(PyObject* parent) {
   Py_ssize_t i = PyLong_AsSsize_t(key_.ptr());
   return in_range(i, t.dim()) ? int_or_fail(t.sym_strides()[i]) : nullptr;
 }
+std::string TensorStrideGuardAccessor::repr() const {
+  return tensor_property_repr("STRIDE", key_);
+}
 
 TensorStorageOffsetGuardAccessor::TensorStorageOffsetGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {}
@@ -52,6 +64,9 @@ PyObject* TensorStorageOffsetGuardAccessor::access(PyObject* parent) {
     return nullptr;
   }
   return int_or_fail(THPVariable_Unpack(parent).sym_storage_offset());
+}
+std::string TensorStorageOffsetGuardAccessor::repr() const {
+  return tensor_property_repr("STORAGE_OFFSET", key_);
 }
 
 }  // namespace dynamo_guards

@@ -1,0 +1,166 @@
+"""Frames the engine does not take, rebuilt by stock torch as if the engine
+had never touched them.
+
+Two kinds of frame go to stock torch: frames whose guards are serialized
+(``save_guards``, ``caching_precompile``), which need torch's own tree, and
+frames whose build failed inside the engine. A failed build has already run
+part of torch's GuardBuilder, which writes to the frame's Guard objects
+(export info: ``guard_types``, ``code_list``, ``obj_weakref``, ...), freezes
+the shape environment, appends to the compile context's shape guards and
+fills the CheckFunctionManager itself. ``FrameSnapshot`` records all of it
+before the engine starts and puts it back before stock builds. Guards the
+engine's trace hooks added (trace_hooks.py) are removed from the frame's
+guard set: stock torch's trace would not have installed them, and their
+create functions address the engine's managers.
+
+What the snapshot does not undo, and why that is the same as stock: weakref
+finalizers the failed build registered for ID_MATCH'd objects call
+``CheckFunctionManager.invalidate`` on the same manager that stock then
+completes, for objects stock's build registers too (the engine adds no
+ID_MATCH of its own); a second call of ``invalidate`` does nothing.
+
+Errors that are the user's (a dimension marked dynamic that the code
+specializes, anything else torch raises to the user from guard building:
+its TorchDynamoException family) are not engine failures: they pass
+through once, unchanged, without a second build or a log line.
+
+Every frame that falls back is counted by reason (``fallback_counts()``).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+from typing import Any
+
+import torch._guards
+from torch._dynamo.exc import TorchDynamoException
+from torch._dynamo.guards import GuardBuilder
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
+
+from dynamo_guards.trace_hooks import GLOBAL_MODULE_HOOK_DICTS
+
+log = logging.getLogger("dynamo_guards")
+
+# Raised by torch to the user while guards are built; never the engine's.
+USER_ERRORS: tuple[type[BaseException], ...] = (ConstraintViolationError, TorchDynamoException)
+
+SERIALIZED_GUARDS = "serialized guards"
+ENGINE_ERROR = "engine error"
+
+_counts: collections.Counter[str] = collections.Counter()
+
+
+def fallback_counts() -> dict[str, int]:
+    """Frames built by stock torch since the process started (or the last
+    ``reset_fallback_counts()``), by reason: ``"serialized guards"``
+    (save_guards / caching_precompile) and ``"engine error"``."""
+    return dict(_counts)
+
+
+def fallback_count() -> int:
+    """All frames built by stock torch, whatever the reason."""
+    return sum(_counts.values())
+
+
+def reset_fallback_counts() -> None:
+    _counts.clear()
+
+
+def record_fallback(reason: str, frame: str, detail: str, level: int) -> None:
+    _counts[reason] += 1
+    log.log(
+        level,
+        "dynamo_guards: stock guards for frame %s: %s (%s; %d frames fell back so far)",
+        frame,
+        detail,
+        reason,
+        fallback_count(),
+    )
+
+
+def is_engine_guard(guard: torch._guards.Guard) -> bool:
+    """Whether the engine's trace hooks installed ``guard``: its create
+    function is the engine's, or it is the empty-hooks guard they put on
+    torch's global module hook dicts (stock's trace guards only a module's
+    own hook dicts)."""
+    create_fn = guard.inner_create_fn()
+    if getattr(create_fn, "__module__", "").startswith("dynamo_guards"):
+        return True
+    source = guard.originating_source
+    return create_fn is GuardBuilder.EMPTY_NN_MODULE_HOOKS_DICT and getattr(source, "member", None) in GLOBAL_MODULE_HOOK_DICTS
+
+
+def drop_engine_guards(output_graph: Any) -> None:
+    """Removes the guards the engine's trace hooks added from the frame's
+    guard set, for stock torch to build."""
+    guards = output_graph.guards
+    kept = [g for g in guards if not is_engine_guard(g)]
+    if len(kept) == len(guards):
+        return
+    guards.clear()
+    for guard in kept:
+        guards.inner.add(guard)
+        guards.track_guard_by_source(guard)
+
+
+# Guard fields torch's builder writes; the rest (source, create function)
+# identify the guard.
+_GUARD_STATE_FIELDS = tuple(
+    f.name for f in dataclasses.fields(torch._guards.Guard) if f.name not in ("originating_source", "create_fn")
+)
+
+
+def _copied(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+@dataclasses.dataclass
+class FrameSnapshot:
+    """What a guard build may change outside its own result."""
+
+    manager: Any
+    manager_state: dict[str, Any]
+    guards: Any
+    guard_list: list[torch._guards.Guard]
+    guard_states: list[dict[str, Any]]
+    shape_env: Any
+    shape_env_frozen: bool | None
+    compile_context: Any
+    shape_env_guards: list[str] | None
+
+    @classmethod
+    def take(cls, manager: Any, output_graph: Any) -> FrameSnapshot:
+        guards = output_graph.guards
+        guard_list = list(guards)
+        shape_env = getattr(output_graph, "shape_env", None)
+        compile_context = torch._guards.CompileContext.try_get()
+        return cls(
+            manager=manager,
+            manager_state=dict(vars(manager)),
+            guards=guards,
+            guard_list=guard_list,
+            guard_states=[{name: _copied(getattr(g, name)) for name in _GUARD_STATE_FIELDS} for g in guard_list],
+            shape_env=shape_env,
+            shape_env_frozen=getattr(shape_env, "frozen", None),
+            compile_context=compile_context,
+            shape_env_guards=list(compile_context.shape_env_guards) if compile_context is not None else None,
+        )
+
+    def restore(self) -> None:
+        vars(self.manager).clear()
+        vars(self.manager).update(self.manager_state)
+        for guard, state in zip(self.guard_list, self.guard_states):
+            for name, value in state.items():
+                setattr(guard, name, _copied(value))
+        current = list(self.guards)
+        if len(current) != len(self.guard_list) or any(a is not b for a, b in zip(current, self.guard_list)):
+            self.guards.clear()
+            for guard in self.guard_list:
+                self.guards.inner.add(guard)
+                self.guards.track_guard_by_source(guard)
+        if self.shape_env_frozen is not None:
+            self.shape_env.frozen = self.shape_env_frozen
+        if self.shape_env_guards is not None:
+            self.compile_context.shape_env_guards[:] = self.shape_env_guards
