@@ -14,6 +14,7 @@ at build time and, for every fallback to getattr, why.
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 from dynamo_guards import _C
@@ -120,23 +121,69 @@ def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
     return None
 
 
+def inlined_code(attribute: Any) -> Any:
+    """The code object the trace runs for a class attribute it inlines
+    without a guard of its own: a function's, or a classmethod's function's;
+    None for anything else (function_code_pin.h)."""
+    if type(attribute) is classmethod:
+        attribute = attribute.__func__
+    return attribute.__code__ if isinstance(attribute, types.FunctionType) else None
+
+
 def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
     """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
-    still finds the object the trace found (natively, an equal immutable
-    constant; the lambda on a fallen-back frame's stock managers compares
-    identity, which may recompile but never passes a different value). See
-    module_attr_guards.h."""
+    still finds the object the trace found, and a function or classmethod
+    found there still runs the same ``__code__`` (natively, an equal
+    immutable constant passes; the lambda on a fallen-back frame's stock
+    managers compares identity, which may recompile but never passes a
+    different value). See module_attr_guards.h."""
     value = builder.get(guard)
     found = class_lookup(type(value), name)
     if found is None:
         return
     owner, expected = found
+    code = inlined_code(expected)
+
+    def still_found(v: Any) -> bool:
+        now = (class_lookup(type(v), name) or (None, None))[1]
+        return now is expected and inlined_code(now) is code
+
     _install_leaf(
         builder,
         guard,
         f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}",
         lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
-        lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected,
+        still_found,
+    )
+
+
+def instance_shadows(value: Any, name: str) -> bool:
+    """Whether Python answers ``value.name`` from the instance __dict__
+    ahead of the class attribute ``name``, in the engine's own verdict
+    (CLASS_ATTR_SHADOWED). A special method name never counts: Python
+    looks those up on the type, past the instance."""
+    if name.startswith("__") and name.endswith("__"):
+        return False
+    return bool(_C.CLASS_ATTR_SHADOWED(name, [""])(value))
+
+
+def CLASS_ATTR_LOOKUP(builder: Any, guard: Any, *, name: str) -> None:
+    """Guard create function for the trace's lookup of ``name`` on
+    ``type(guard.name)``: CLASS_ATTR_SHADOWED when the instance __dict__
+    answers first (the class attribute is then never used, and replacing it
+    must not recompile), else CLASS_ATTR_MATCH."""
+    value = builder.get(guard)
+    if class_lookup(type(value), name) is None:
+        return
+    if not instance_shadows(value, name):
+        CLASS_ATTR_MATCH(builder, guard, name=name)
+        return
+    _install_leaf(
+        builder,
+        guard,
+        f"{guard.name}.{name} is {guard.name}.__dict__[{name!r}], ahead of the class attribute",
+        lambda m, parts, stack: m.add_class_attr_shadowed_guard(name, parts, stack),
+        lambda v: instance_shadows(v, name),
     )
 
 

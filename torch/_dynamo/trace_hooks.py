@@ -18,14 +18,24 @@ as the class or the instance starts answering ``name`` itself.
 Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
 property, a class constant), torch guards only ``type(obj)`` by id; while the
 fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
-the class (or a base) no longer answers with that object.
+the class (or a base) no longer answers with that object, or a function it
+answers with runs another ``__code__``. When the instance __dict__ shadows a
+class attribute that is not a data descriptor, the trace takes the instance's
+value (which torch guards) and the class attribute does not matter: the
+lookup installs CLASS_ATTR_SHADOWED instead, which fails only when the
+shadowing ends. A class attribute the trace goes on to use after all (its
+resolve_type_attr step, e.g. once the trace deleted the instance attribute)
+gets CLASS_ATTR_MATCH there.
 
-When the trace calls a module that has no hooks, torch 2.13 takes
-``type(module).forward`` straight from the class and checks, without a
-guard, that the global module hook dicts are empty. While the fork is
-installed that call also installs CLASS_ATTR_MATCH on ``forward`` (a class
-patched after compiling) and EMPTY_NN_MODULE_HOOKS_DICT on each empty global
-hook dict (a global hook registered after compiling).
+When the trace calls a module, torch 2.13 reads ``type(module).__call__``
+and ``module._call_impl`` and, when they are nn.Module's own and the module
+has no hooks, takes ``type(module).forward`` straight from the class,
+checking without a guard that the global module hook dicts are empty. While
+the fork is installed that call also installs CLASS_ATTR_MATCH on
+``forward``, ``__call__`` and ``_call_impl`` (a class patched after
+compiling), a guard that the instance __dict__ holds no ``_call_impl`` (an
+instance patched after compiling) and EMPTY_NN_MODULE_HOOKS_DICT on each
+empty global hook dict (a global hook registered after compiling).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
 from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
 
 from dynamo_guards.nn_module_attributes import (
+    CLASS_ATTR_LOOKUP,
     CLASS_ATTR_MATCH,
     falls_through_to_getattr,
     GETATTR_FALLTHROUGH,
@@ -52,6 +63,7 @@ _original_manual_getattr: Callable[..., Any] | None = None
 _original_class_lookup: Callable[..., Any] | None = None
 _original_generic_getattr: Callable[..., Any] | None = None
 _original_module_call: Callable[..., Any] | None = None
+_original_resolve_type_attr: Callable[..., Any] | None = None
 
 # The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
 # .call_function reads through len() before it inlines ``forward``.
@@ -86,8 +98,17 @@ def _lookup_class_mro_attr(self: Any, name: str) -> object:
     first_lookup = name not in self._subobj_from_class
     result = _original_class_lookup(self, name)
     if first_lookup and result is not NO_SUCH_SUBOBJ and self.source is not None:
-        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_LOOKUP, name=name)))
     return result
+
+
+def _resolve_type_attr(self: Any, tx: Any, name: str, type_attr: Any, source: Any) -> Any:
+    """The trace uses the class attribute ``name`` itself: whatever the
+    lookup found, its identity (and code) now matter."""
+    assert _original_resolve_type_attr is not None
+    if self.source is not None:
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+    return _original_resolve_type_attr(self, tx, name, type_attr, source)
 
 
 def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
@@ -101,13 +122,20 @@ def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
 
 def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> Any:
     """Guards what torch's call reads without a guard: the class's
-    ``forward`` (unless the instance __dict__ holds one, which torch guards)
-    and the emptiness of the global module hook dicts."""
+    ``forward`` (unless the instance __dict__ holds one, which torch guards),
+    ``__call__`` and ``_call_impl``, the absence of an instance
+    ``_call_impl``, and the emptiness of the global module hook dicts."""
     assert _original_module_call is not None
     if self.source is not None:
         instance_dict = getattr(self.value, "__dict__", None)
         if isinstance(instance_dict, dict) and "forward" not in instance_dict:
             install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name="forward")))
+        for name in ("__call__", "_call_impl"):
+            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+        if isinstance(instance_dict, dict) and "_call_impl" not in instance_dict:
+            install_guard(
+                self.source.make_guard(functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr="_call_impl"))
+            )
         empty = [name for name in GLOBAL_MODULE_HOOK_DICTS if not getattr(module_py, name)]
         if empty:
             module_source = tx.import_source(module_py.__name__)
@@ -119,12 +147,15 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
 
 def install_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
+    global _original_resolve_type_attr
     if _original_manual_getattr is not None:
         return
     _original_module_call = UnspecializedNNModuleVariable.call_function
     UnspecializedNNModuleVariable.call_function = _call_unspecialized_module  # type: ignore[method-assign]
     _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
     _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
+    _original_resolve_type_attr = UserDefinedObjectVariable.resolve_type_attr
+    UserDefinedObjectVariable.resolve_type_attr = _resolve_type_attr  # type: ignore[method-assign]
     _original_generic_getattr = UserDefinedObjectVariable.generic_getattr
     UserDefinedObjectVariable.generic_getattr = _generic_getattr  # type: ignore[method-assign]
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _manually_trace_nn_module_getattr  # type: ignore[method-assign]
@@ -133,6 +164,7 @@ def install_trace_hooks() -> None:
 
 def uninstall_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
+    global _original_resolve_type_attr
     if _original_manual_getattr is None:
         return
     UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]
@@ -141,5 +173,7 @@ def uninstall_trace_hooks() -> None:
     _original_generic_getattr = None
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]
     UserDefinedObjectVariable.lookup_class_mro_attr = _original_class_lookup  # type: ignore[method-assign]
+    UserDefinedObjectVariable.resolve_type_attr = _original_resolve_type_attr  # type: ignore[method-assign]
+    _original_resolve_type_attr = None
     _original_manual_getattr = None
     _original_class_lookup = None

@@ -14,6 +14,8 @@
 #include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
 #include "torch/csrc/dynamo/nn_module_attr_accessor.h"
+#include "torch/csrc/dynamo/odict_state.h"
+#include "torch/csrc/dynamo/ordered_dict_order.h"
 #include "torch/csrc/dynamo/python_guards.h"
 #include "torch/csrc/dynamo/relational_guards.h"
 #include "torch/csrc/dynamo/root_checker.h"
@@ -114,6 +116,7 @@ using namespace dynamo_guards;  // NOLINT: the module body below names every eng
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dynamo_guards' C++ guard engine (torch._C._dynamo.guards-compatible API)";
   probe_inline_values();
+  probe_odict_state();
   register_watchers();
 
   py::class_<GuardDebugInfo>(m, "GuardDebugInfo")
@@ -187,6 +190,9 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  py::class_<CLASS_ATTR_SHADOWED, LeafGuard, std::shared_ptr<CLASS_ATTR_SHADOWED>>(m, "CLASS_ATTR_SHADOWED")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  def_leaf_class<ORDERED_DICT_ORDER>(m, "ORDERED_DICT_ORDER");
   py::class_<RelationalSlot, LeafGuard, std::shared_ptr<RelationalSlot>>(m, "RelationalGuard");
 
   // ---- accessors ----
@@ -419,6 +425,9 @@ PYBIND11_MODULE(_C, m) {
     .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
       add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack);
     }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_class_attr_shadowed_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
+      add_leaf<CLASS_ATTR_SHADOWED>(self, name, parts, stack);
+    }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_dict_version_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
       add_leaf<DICT_VERSION>(self, value, parts, stack);
     }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -592,6 +601,10 @@ PYBIND11_MODULE(_C, m) {
     return out;
   });
 
+  // Whether the start-up probe confirmed OrderedDict's relink counter (see
+  // odict_state.h): the tests assert it on every supported interpreter.
+  m.def("odict_state_readable", &odict_state_readable);
+
   // What the start-up probe found about objects' inline values (see
   // inline_values.h): the tests assert the policy the interpreter needs.
   m.def("inline_values_policy", []() {
@@ -615,7 +628,7 @@ PYBIND11_MODULE(_C, m) {
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
                           "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "GETATTR_FALLTHROUGH",
-                          "NN_MODULE_HOOKS_EMPTY", "GLOBAL_STATE",
+                          "NN_MODULE_HOOKS_EMPTY", "CLASS_ATTR_SHADOWED", "ORDERED_DICT_ORDER", "GLOBAL_STATE",
                           "TORCH_FUNCTION_MODE_STACK"}) {
       kinds[k] = "native";
     }

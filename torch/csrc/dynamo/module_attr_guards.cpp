@@ -34,7 +34,8 @@ bool NN_MODULE_ATTR_RESOLUTION::check(PyObject* value) {
 CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)),
       name_(interned_name(name, "name")),
-      compare_by_value_(is_immutable_constant(expected.ptr())) {
+      compare_by_value_(is_immutable_constant(expected.ptr())),
+      code_pin_(FunctionCodePin::for_class_attribute(expected.ptr(), verbose_code_parts_, user_stack_)) {
   PyObject* ref = compare_by_value_ ? nullptr : PyWeakref_NewRef(expected.ptr(), nullptr);  // new
   if (ref != nullptr) {
     expected_ = py::reinterpret_steal<py::object>(ref);
@@ -55,7 +56,7 @@ PyObject* CLASS_ATTR_MATCH::expected() const {
 }
 
 bool CLASS_ATTR_MATCH::check(PyObject* value) {
-  return cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
+  bool same_attribute = cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
     PyObject* found = _PyType_Lookup(type, name_.ptr());  // borrowed
     PyObject* want = expected();
     if (want == nullptr || found == nullptr) {
@@ -63,6 +64,35 @@ bool CLASS_ATTR_MATCH::check(PyObject* value) {
     }
     return found == want || (compare_by_value_ && same_immutable_constant(found, want));
   });
+  return same_attribute && (code_pin_ == nullptr || code_pin_->check(value));
+}
+
+void CLASS_ATTR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
+  recorder.type_tag(value);
+  if (code_pin_ != nullptr) {
+    recorder.leaf(code_pin_.get(), value);
+  }
+}
+
+CLASS_ATTR_SHADOWED::CLASS_ATTR_SHADOWED(py::object name, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), name_(interned_name(name, "name")) {}
+
+bool CLASS_ATTR_SHADOWED::check(PyObject* value) {
+  bool class_yields = cache_.get(
+      Py_TYPE(value), [this](PyTypeObject* type) { return instance_dict_precedes_class(type, name_.ptr()); });
+  if (!class_yields) {
+    return false;
+  }
+  PyObject* d = instance_dict(value);  // borrowed
+  if (d == nullptr || !PyDict_Check(d)) {
+    return false;
+  }
+  int found = PyDict_Contains(d, name_.ptr());
+  if (found < 0) {
+    discard_python_error();
+    return false;
+  }
+  return found == 1;
 }
 
 GETATTR_FALLTHROUGH::GETATTR_FALLTHROUGH(py::object name, py::object parts, py::object stack)
