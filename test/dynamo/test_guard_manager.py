@@ -244,6 +244,18 @@ class LeafGuardTests(TestCase):
         C.method.__code__ = original
         self.assertTrue(guard(obj), "the code the trace read is back")
 
+    def test_class_attr_match_identity_only_ignores_code(self):
+        class C:
+            def method(self):
+                return 1
+
+        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"], None, pin_code=False)
+        obj = C()
+        C.method.__code__ = (lambda self: 2).__code__
+        self.assertTrue(guard(obj), "the builder said the trace only compared the function's identity")
+        C.method = lambda self: 1
+        self.assertFalse(guard(obj))
+
     def test_class_attr_match_classmethod_code_swapped(self):
         class C:
             @classmethod

@@ -285,6 +285,35 @@ class TestCodeSwapped(StaleResultTestCase):
 
         self.check(with_staticmethod_helper, mutate, stock_stale=False)
 
+    def test_hooked_submodule_forward_code_swapped(self):
+        def make():
+            net = layered()
+            net.sub.register_forward_hook(lambda module, args, out: out * 3)
+            return net
+
+        def mutate(state):
+            type(state.target.sub).forward.__code__ = new_code("def f(self, x): return x + 100")
+
+        self.check(make, mutate, stock_stale=True)
+
+    def test_submodule_own_call_code_swapped(self):
+        # A module class with its own __call__: torch inlines it (no shortcut
+        # to forward) without a guard on its code.
+        def make():
+            net = layered()
+
+            class Calling(type(net.sub)):
+                def __call__(self, x):
+                    return self.forward(x) * 5
+
+            net.sub = Calling()
+            return net
+
+        def mutate(state):
+            type(state.target.sub).__call__.__code__ = new_code("def f(self, x): return self.forward(x) * 7")
+
+        self.check(make, mutate, stock_stale=True)
+
     def test_object_method_code_swapped(self):
         def mutate(state):
             type(state.target.scaler).apply.__code__ = new_code("def f(self, x): return x + 100")

@@ -130,29 +130,31 @@ def inlined_code(attribute: Any) -> Any:
     return attribute.__code__ if isinstance(attribute, types.FunctionType) else None
 
 
-def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
+def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str, pin_code: bool = True) -> None:
     """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
-    still finds the object the trace found, and a function or classmethod
-    found there still runs the same ``__code__`` (natively, an equal
-    immutable constant passes; the lambda on a fallen-back frame's stock
-    managers compares identity, which may recompile but never passes a
-    different value). See module_attr_guards.h."""
+    still finds the object the trace found, and, with ``pin_code`` (the
+    trace ran it), a function or classmethod found there still runs the same
+    ``__code__`` (natively, an equal immutable constant passes; the lambda
+    on a fallen-back frame's stock managers compares identity, which may
+    recompile but never passes a different value). See
+    module_attr_guards.h."""
     value = builder.get(guard)
     found = class_lookup(type(value), name)
     if found is None:
         return
     owner, expected = found
-    code = inlined_code(expected)
+    code = inlined_code(expected) if pin_code else None
 
     def still_found(v: Any) -> bool:
         now = (class_lookup(type(v), name) or (None, None))[1]
-        return now is expected and inlined_code(now) is code
+        return now is expected and (code is None or inlined_code(now) is code)
 
+    where = f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}"
     _install_leaf(
         builder,
         guard,
-        f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}",
-        lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
+        where if pin_code else f"{where} (identity)",
+        lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack, pin_code=pin_code),
         still_found,
     )
 

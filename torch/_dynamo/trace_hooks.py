@@ -27,15 +27,19 @@ shadowing ends. A class attribute the trace goes on to use after all (its
 resolve_type_attr step, e.g. once the trace deleted the instance attribute)
 gets CLASS_ATTR_MATCH there.
 
-When the trace calls a module, torch 2.13 reads ``type(module).__call__``
-and ``module._call_impl`` and, when they are nn.Module's own and the module
-has no hooks, takes ``type(module).forward`` straight from the class,
-checking without a guard that the global module hook dicts are empty. While
-the fork is installed that call also installs CLASS_ATTR_MATCH on
-``forward``, ``__call__`` and ``_call_impl`` (a class patched after
-compiling), a guard that the instance __dict__ holds no ``_call_impl`` (an
-instance patched after compiling) and EMPTY_NN_MODULE_HOOKS_DICT on each
-empty global hook dict (a global hook registered after compiling).
+When the trace calls a module, torch 2.13 compares ``type(module).__call__``
+and ``module._call_impl`` with nn.Module's own and, when they are and the
+module has no hooks, takes ``type(module).forward`` straight from the class,
+checking without a guard that the global module hook dicts are empty;
+otherwise it inlines ``type(module).__call__``. Neither read is guarded.
+While the fork is installed that call also installs CLASS_ATTR_MATCH on
+``__call__`` and ``_call_impl`` by identity (a class patched after
+compiling; identity is what torch compared), a guard that the instance
+__dict__ holds no ``_call_impl`` (an instance patched after compiling),
+EMPTY_NN_MODULE_HOOKS_DICT on each empty global hook dict (a global hook
+registered after compiling), and CLASS_ATTR_MATCH with its code pinned on the
+class attribute torch inlines (``forward`` or ``__call__``, the name whose
+source it takes from the class).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ _original_class_lookup: Callable[..., Any] | None = None
 _original_generic_getattr: Callable[..., Any] | None = None
 _original_module_call: Callable[..., Any] | None = None
 _original_resolve_type_attr: Callable[..., Any] | None = None
+_original_module_attr_source: Callable[..., Any] | None = None
 
 # The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
 # .call_function reads through len() before it inlines ``forward``.
@@ -121,17 +126,15 @@ def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
 
 
 def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> Any:
-    """Guards what torch's call reads without a guard: the class's
-    ``forward`` (unless the instance __dict__ holds one, which torch guards),
-    ``__call__`` and ``_call_impl``, the absence of an instance
-    ``_call_impl``, and the emptiness of the global module hook dicts."""
+    """Guards what torch's call decides on without a guard: ``__call__``
+    and ``_call_impl`` (by identity), the absence of an instance
+    ``_call_impl``, and the emptiness of the global module hook dicts. (The
+    function it then inlines is guarded by _module_class_attr_source.)"""
     assert _original_module_call is not None
     if self.source is not None:
         instance_dict = getattr(self.value, "__dict__", None)
-        if isinstance(instance_dict, dict) and "forward" not in instance_dict:
-            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name="forward")))
         for name in ("__call__", "_call_impl"):
-            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name, pin_code=False)))
         if isinstance(instance_dict, dict) and "_call_impl" not in instance_dict:
             install_guard(
                 self.source.make_guard(functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr="_call_impl"))
@@ -145,13 +148,25 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
     return _original_module_call(self, tx, args, kwargs)
 
 
+def _module_class_attr_source(self: Any, tx: Any, name: str) -> Any:
+    """The trace takes the source of a class attribute of a module in order
+    to call it without a guard (``forward`` or ``__call__`` in
+    call_function): that attribute and its code are what it runs."""
+    assert _original_module_attr_source is not None
+    if self.source is not None:
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+    return _original_module_attr_source(self, tx, name)
+
+
 def install_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
-    global _original_resolve_type_attr
+    global _original_resolve_type_attr, _original_module_attr_source
     if _original_manual_getattr is not None:
         return
     _original_module_call = UnspecializedNNModuleVariable.call_function
     UnspecializedNNModuleVariable.call_function = _call_unspecialized_module  # type: ignore[method-assign]
+    _original_module_attr_source = UnspecializedNNModuleVariable.get_source_by_walking_mro
+    UnspecializedNNModuleVariable.get_source_by_walking_mro = _module_class_attr_source  # type: ignore[method-assign]
     _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
     _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
     _original_resolve_type_attr = UserDefinedObjectVariable.resolve_type_attr
@@ -164,11 +179,13 @@ def install_trace_hooks() -> None:
 
 def uninstall_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
-    global _original_resolve_type_attr
+    global _original_resolve_type_attr, _original_module_attr_source
     if _original_manual_getattr is None:
         return
     UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]
     _original_module_call = None
+    UnspecializedNNModuleVariable.get_source_by_walking_mro = _original_module_attr_source  # type: ignore[method-assign]
+    _original_module_attr_source = None
     UserDefinedObjectVariable.generic_getattr = _original_generic_getattr  # type: ignore[method-assign]
     _original_generic_getattr = None
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]

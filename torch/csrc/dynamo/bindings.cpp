@@ -189,7 +189,7 @@ PYBIND11_MODULE(_C, m) {
   py::class_<NN_MODULE_HOOKS_EMPTY, LeafGuard, std::shared_ptr<NN_MODULE_HOOKS_EMPTY>>(m, "NN_MODULE_HOOKS_EMPTY")
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
-      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+      .def(py::init<py::object, py::object, py::object, py::object, bool>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none(), py::arg("pin_code") = true);
   py::class_<CLASS_ATTR_SHADOWED, LeafGuard, std::shared_ptr<CLASS_ATTR_SHADOWED>>(m, "CLASS_ATTR_SHADOWED")
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   def_leaf_class<ORDERED_DICT_ORDER>(m, "ORDERED_DICT_ORDER");
@@ -422,9 +422,9 @@ PYBIND11_MODULE(_C, m) {
     .def("add_nn_module_hooks_empty_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
       add_leaf<NN_MODULE_HOOKS_EMPTY>(self, name, parts, stack);
     }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
-    .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
-      add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack);
-    }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack, bool pin_code) {
+      add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack, pin_code);
+    }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none(), py::arg("pin_code") = true)
     .def("add_class_attr_shadowed_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
       add_leaf<CLASS_ATTR_SHADOWED>(self, name, parts, stack);
     }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())

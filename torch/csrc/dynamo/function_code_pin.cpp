@@ -1,19 +1,37 @@
 #include "torch/csrc/dynamo/function_code_pin.h"
 
+#include <structmember.h>
+
+#include <cstring>
+
 #include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
 namespace {
 
-PyObject* func_name() {
-  static PyObject* name = PyUnicode_InternFromString("__func__");
-  return name;
+// The `__func__` member CPython publishes for classmethod objects
+// (PyClassMethod_Type.tp_members): `cm.__func__` ends in reading it, and
+// reading it directly skips the attribute lookup. Null if the type stopped
+// publishing it.
+PyMemberDef* classmethod_func_member() {
+  static PyMemberDef* member = [] {
+    for (PyMemberDef* m = PyClassMethod_Type.tp_members; m != nullptr && m->name != nullptr; ++m) {
+      if (std::strcmp(m->name, "__func__") == 0) {
+        return m;
+      }
+    }
+    return static_cast<PyMemberDef*>(nullptr);
+  }();
+  return member;
 }
 
-// A classmethod's function (new reference), or nullptr with no error set.
+// An exact classmethod's function (new reference), or nullptr with no
+// error set.
 PyObject* classmethod_function(PyObject* cm) {
-  PyObject* f = PyObject_GetAttr(cm, func_name());  // new
+  PyMemberDef* member = classmethod_func_member();
+  PyObject* f = member != nullptr ? PyMember_GetOne(reinterpret_cast<const char*>(cm), member)  // new
+                                  : PyObject_GetAttrString(cm, "__func__");                    // new
   if (f == nullptr) {
     PyErr_Clear();
   }

@@ -21,9 +21,10 @@
 // with a new code object at its address; restoring the original code object
 // passes again, which is right (the compiled code was traced from it). The
 // pin runs no Python code: it reads the function's code slot and, for an
-// exact classmethod, its `__func__` member (a data descriptor of the builtin
-// type, so the instance dict is not consulted). A classmethod re-initialized
-// in place (`cm.__init__(g)`) is seen through that read.
+// exact classmethod, the `__func__` member the classmethod type publishes
+// (what `cm.__func__` reads: a data descriptor of the builtin type, so the
+// instance dict is never consulted). A classmethod re-initialized in place
+// (`cm.__init__(g)`) is seen through that read.
 #pragma once
 
 #include <memory>

@@ -31,11 +31,11 @@ bool NN_MODULE_ATTR_RESOLUTION::check(PyObject* value) {
   return slot == expected_;
 }
 
-CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
+CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack, bool pin_code)
     : LeafGuard(std::move(parts), std::move(stack)),
       name_(interned_name(name, "name")),
       compare_by_value_(is_immutable_constant(expected.ptr())),
-      code_pin_(FunctionCodePin::for_class_attribute(expected.ptr(), verbose_code_parts_, user_stack_)) {
+      code_pin_(pin_code ? FunctionCodePin::for_class_attribute(expected.ptr(), verbose_code_parts_, user_stack_) : nullptr) {
   PyObject* ref = compare_by_value_ ? nullptr : PyWeakref_NewRef(expected.ptr(), nullptr);  // new
   if (ref != nullptr) {
     expected_ = py::reinterpret_steal<py::object>(ref);

@@ -71,12 +71,14 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
 // replaced method is not kept alive by the guard), strongly otherwise. An
 // immutable constant (immutable_constants.h) matches an equal one: the trace
 // used its value, so `C.eps = float("1e-3")` keeps the verdict, as stock's.
-// A function or classmethod also has its code pinned (function_code_pin.h):
-// a __code__ swapped in place changes no class, so that part runs on every
+// A function or classmethod also has its code pinned (function_code_pin.h)
+// unless the builder says the trace did not run it (`pin_code` false: torch
+// only compares nn.Module.__call__ by identity before it inlines forward): a
+// __code__ swapped in place changes no class, so that part runs on every
 // call (a Leaf step in a memo).
 class CLASS_ATTR_MATCH : public LeafGuard {
  public:
-  CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
+  CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack, bool pin_code = true);
   bool check(PyObject* value) override;
   const char* kind() const override { return "CLASS_ATTR_MATCH"; }
   // Pinned by the class's version tag (the class holds the expected
