@@ -600,5 +600,71 @@ class TestModuleCallPatched(StaleResultTestCase):
         )
 
 
+def closure_reader() -> Callable[[torch.Tensor], torch.Tensor]:
+    scale = 2.0
+
+    def scaled(x):
+        return x * scale
+
+    def call(x):
+        return scaled(x) + 1
+
+    call.scaled = scaled  # type: ignore[attr-defined]
+    return call
+
+
+def default_reader() -> nn.Module:
+    class Net(nn.Module):
+        def helper(self, x, k=1.0, *, j=2.0):
+            return x * k + j
+
+        def forward(self, x):
+            return self.helper(x)
+
+    return Net()
+
+
+def partial_reader() -> Callable[[torch.Tensor], torch.Tensor]:
+    def affine(x, *, k, j):
+        return x * k + j
+
+    part = functools.partial(affine, k=2.0, j=1.0)
+
+    def call(x):
+        return part(x)
+
+    call.part = part  # type: ignore[attr-defined]
+    return call
+
+
+class TestGuardedByTorch(StaleResultTestCase):
+    """Reads torch 2.13 does guard (closure cells, defaults, partial
+    keywords): the fork must recompile exactly as stock does."""
+
+    def test_closure_cell_changed(self):
+        def mutate(state):
+            state.target.scaled.__closure__[0].cell_contents = 5.0
+
+        self.check(closure_reader, mutate, stock_stale=False)
+
+    def test_method_defaults_replaced(self):
+        def mutate(state):
+            type(state.target).helper.__defaults__ = (7.0,)
+
+        self.check(default_reader, mutate, stock_stale=False)
+
+    def test_method_kwdefaults_replaced(self):
+        def mutate(state):
+            type(state.target).helper.__kwdefaults__ = {"j": 9.0}
+
+        self.check(default_reader, mutate, stock_stale=False)
+
+    def test_partial_keyword_changed(self):
+        def mutate(state):
+            state.target.part.keywords["k"] = 3.0
+
+        self.check(partial_reader, mutate, stock_stale=False)
+
+
 if __name__ == "__main__":
     run_tests()

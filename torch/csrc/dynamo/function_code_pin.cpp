@@ -72,11 +72,8 @@ FunctionCodePin::FunctionCodePin(PyObject* attribute, PyObject* function, py::li
       code_(weak_reference(PyFunction_GET_CODE(function))) {}
 
 PyObject* FunctionCodePin::current_function() const {
-  PyObject* pinned = weakref_referent(function_.ptr());  // borrowed
-  if (pinned == Py_None) {
-    return nullptr;
-  }
-  if (classmethod_.is_none()) {
+  PyObject* pinned = own_weakref_referent(function_.ptr());  // borrowed
+  if (pinned == nullptr || classmethod_.is_none()) {
     return pinned;
   }
   PyObject* wrapped = classmethod_function(classmethod_.ptr());  // new
@@ -88,7 +85,7 @@ PyObject* FunctionCodePin::current_function() const {
 
 bool FunctionCodePin::check(PyObject* /*value*/) {
   PyObject* function = current_function();  // borrowed
-  return function != nullptr && PyFunction_GET_CODE(function) == weakref_referent(code_.ptr());
+  return function != nullptr && PyFunction_GET_CODE(function) == own_weakref_referent(code_.ptr());
 }
 
 }  // namespace dynamo_guards

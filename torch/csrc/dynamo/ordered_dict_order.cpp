@@ -114,7 +114,7 @@ bool ORDERED_DICT_ORDER::check(PyObject* value) {
   }
   size_t state = 0;
   bool counted = odict_state(value, &state);
-  if (counted && !passed_.is_none() && weakref_referent(passed_.ptr()) == value && state == passed_state_) {
+  if (counted && !passed_.is_none() && own_weakref_referent(passed_.ptr()) == value && state == passed_state_) {
     return true;
   }
   if (!walk_matches(value)) {
