@@ -227,7 +227,7 @@ class LeafGuardTests(TestCase):
         self.assertTrue(guard(torch.Size([2, 3])))
         self.assertFalse(guard(torch.Size([2, 4])))
 
-    def test_class_attr_match_method_code_swapped(self):
+    def test_function_code_match_code_swapped(self):
         class C:
             def method(self):
                 return 1
@@ -235,28 +235,33 @@ class LeafGuardTests(TestCase):
         def other(self):
             return 2
 
-        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"])
-        obj = C()
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
         original = C.method.__code__
-        self.assertTrue(guard(obj))
+        self.assertTrue(guard(None), "the guarded value is not read")
         C.method.__code__ = other.__code__
-        self.assertFalse(guard(obj), "same class, same function, other code")
+        self.assertFalse(guard(None), "same class, same function, other code")
         C.method.__code__ = original
-        self.assertTrue(guard(obj), "the code the trace read is back")
+        self.assertTrue(guard(None), "the code the trace read is back")
 
-    def test_class_attr_match_identity_only_ignores_code(self):
+    def test_class_attr_match_ignores_code(self):
         class C:
             def method(self):
                 return 1
 
-        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"], None, pin_code=False)
+        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"])
         obj = C()
         C.method.__code__ = (lambda self: 2).__code__
-        self.assertTrue(guard(obj), "the builder said the trace only compared the function's identity")
+        self.assertTrue(guard(obj), "identity only: the code is FUNCTION_CODE_MATCH's")
         C.method = lambda self: 1
         self.assertFalse(guard(obj))
 
-    def test_class_attr_match_classmethod_code_swapped(self):
+    def test_function_code_match_bad_argument(self):
+        with self.assertRaisesRegex(TypeError, "needs a function or a classmethod"):
+            guards.FUNCTION_CODE_MATCH(staticmethod(len), ["code"])
+        with self.assertRaisesRegex(TypeError, "needs a function or a classmethod"):
+            guards.FUNCTION_CODE_MATCH(classmethod(len), ["code"])
+
+    def test_function_code_match_classmethod_code_swapped(self):
         class C:
             @classmethod
             def method(cls):
@@ -265,13 +270,12 @@ class LeafGuardTests(TestCase):
         def other(cls):
             return 2
 
-        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"])
-        obj = C()
-        self.assertTrue(guard(obj))
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        self.assertTrue(guard(None))
         C.__dict__["method"].__func__.__code__ = other.__code__
-        self.assertFalse(guard(obj))
+        self.assertFalse(guard(None))
 
-    def test_class_attr_match_classmethod_reinitialized(self):
+    def test_function_code_match_classmethod_reinitialized(self):
         class C:
             @classmethod
             def method(cls):
@@ -280,24 +284,30 @@ class LeafGuardTests(TestCase):
         def other(cls):
             return 2
 
-        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"])
-        obj = C()
-        self.assertTrue(guard(obj))
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        self.assertTrue(guard(None))
         C.__dict__["method"].__init__(other)
-        self.assertFalse(guard(obj), "the same classmethod object now wraps another function")
+        self.assertFalse(guard(None), "the same classmethod object now wraps another function")
 
-    def test_class_attr_match_swapped_out_code_dies(self):
+    def test_function_code_match_swapped_out_code_dies(self):
         namespace: dict[str, object] = {}
         # Compiled apart, so that only the function holds its code object.
         exec("class C:\n    def method(self):\n        return 1\n", namespace)
         C = namespace["C"]
-        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"])
-        obj = C()
-        self.assertTrue(guard(obj))
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        self.assertTrue(guard(None))
         dead = weakref.ref(C.method.__code__)
         C.method.__code__ = compile("def f(self):\n    return 1\n", "<swap>", "exec").co_consts[0]
         self.assertIsNone(dead(), "the guard does not keep the swapped-out code alive")
-        self.assertFalse(guard(obj))
+        self.assertFalse(guard(None))
+
+    def test_function_code_match_function_dies(self):
+        namespace: dict[str, object] = {}
+        exec("def f(x):\n    return x\n", namespace)
+        guard = guards.FUNCTION_CODE_MATCH(namespace["f"], ["f keeps its __code__"])
+        self.assertTrue(guard(None))
+        del namespace["f"]
+        self.assertFalse(guard(None), "held weakly: a dead function fails")
 
     def test_class_attr_shadowed_class_attribute_replaced(self):
         class C:
@@ -911,17 +921,22 @@ class SubtreeMemoTests(TestCase):
         return root, m
 
     def test_memo_method_code_swapped(self):
+        # What the builder makes for a method the trace inlined: identity per
+        # object inside the memoized subtree, the code once on the root.
         cls = type("WithMethod", (Holder,), {"method": lambda self: 1})
         obj = cls(flag=True, count=3)
         root, m = self.class_fact_tree(
             obj, lambda m: m.add_class_attr_match_guard("method", cls.__dict__["method"], ["L['m'].method"], None)
         )
+        root.add_function_code_match_guard(cls.__dict__["method"], ["WithMethod.method keeps its __code__"], None)
         self.assertTrue(root.check({"m": obj}))
-        self.assertIn("Leaf", m.memo_log_kinds(), "the code is re-compared from the log")
+        self.assertNotIn("Leaf", m.memo_log_kinds(), "identity is pinned by the class's version tag")
         self.assertTrue(root.check({"m": obj}))
         original = cls.method.__code__
         cls.method.__code__ = (lambda self: 2).__code__
         self.assertFalse(root.check({"m": obj}))
+        failure = root.check_verbose({"m": obj})
+        self.assertEqual(failure.verbose_code_parts, ["WithMethod.method keeps its __code__"])
         cls.method.__code__ = original
         self.assertTrue(root.check({"m": obj}))
 

@@ -124,39 +124,56 @@ def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
 def inlined_code(attribute: Any) -> Any:
     """The code object the trace runs for a class attribute it inlines
     without a guard of its own: a function's, or a classmethod's function's;
-    None for anything else (function_code_pin.h)."""
+    None for anything else (function_code_match.h)."""
     if type(attribute) is classmethod:
         attribute = attribute.__func__
     return attribute.__code__ if isinstance(attribute, types.FunctionType) else None
 
 
-def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str, pin_code: bool = True) -> None:
+def FUNCTION_CODE_MATCH(builder: Any, guard: Any, attribute: Any, where: str) -> None:
+    """Pins, once per frame, the code ``attribute`` (a function or a
+    classmethod found on a class as ``where``) runs, on the root manager.
+    See function_code_match.h."""
+    code = inlined_code(attribute)
+    if code is None:
+        return
+    text = f"{where}: {code.co_qualname} keeps its __code__ (id {id(code):#x})"
+    if text in builder.already_added_code_parts:
+        return
+    from torch._dynamo.guards import get_verbose_code_parts
+
+    parts = get_verbose_code_parts(text, guard)
+    root = builder.guard_manager.root
+    if isinstance(root, _C.GuardManager):
+        root.add_function_code_match_guard(attribute, parts, guard.user_stack)
+    else:
+        root.add_lambda_guard(lambda _: inlined_code(attribute) is code, parts, guard.user_stack)
+    builder.already_added_code_parts.add(text)
+
+
+def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str, inlined: bool = True) -> None:
     """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
-    still finds the object the trace found, and, with ``pin_code`` (the
-    trace ran it), a function or classmethod found there still runs the same
-    ``__code__`` (natively, an equal immutable constant passes; the lambda
-    on a fallen-back frame's stock managers compares identity, which may
-    recompile but never passes a different value). See
-    module_attr_guards.h."""
+    still finds the object the trace found (natively, an equal immutable
+    constant passes; the lambda on a fallen-back frame's stock managers
+    compares identity, which may recompile but never passes a different
+    value). When the trace ran what it found (``inlined``: everywhere but
+    torch's identity test of ``__call__``), a function or classmethod there
+    also gets FUNCTION_CODE_MATCH. See module_attr_guards.h."""
     value = builder.get(guard)
     found = class_lookup(type(value), name)
     if found is None:
         return
     owner, expected = found
-    code = inlined_code(expected) if pin_code else None
-
-    def still_found(v: Any) -> bool:
-        now = (class_lookup(type(v), name) or (None, None))[1]
-        return now is expected and (code is None or inlined_code(now) is code)
-
     where = f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}"
     _install_leaf(
         builder,
         guard,
-        where if pin_code else f"{where} (identity)",
-        lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack, pin_code=pin_code),
-        still_found,
+        where,
+        lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
+        lambda v: (class_lookup(type(v), name) or (None, None))[1] is expected,
     )
+    if inlined:
+        FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner.__module__}.{owner.__qualname__}.{name}")
 
 
 def instance_shadows(value: Any, name: str) -> bool:

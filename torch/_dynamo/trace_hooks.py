@@ -18,8 +18,9 @@ as the class or the instance starts answering ``name`` itself.
 Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
 property, a class constant), torch guards only ``type(obj)`` by id; while the
 fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
-the class (or a base) no longer answers with that object, or a function it
-answers with runs another ``__code__``. When the instance __dict__ shadows a
+the class (or a base) no longer answers with that object, and, for a
+function or classmethod, FUNCTION_CODE_MATCH (once per function per frame),
+which fails when it runs another ``__code__``. When the instance __dict__ shadows a
 class attribute that is not a data descriptor, the trace takes the instance's
 value (which torch guards) and the class attribute does not matter: the
 lookup installs CLASS_ATTR_SHADOWED instead, which fails only when the
@@ -33,13 +34,13 @@ module has no hooks, takes ``type(module).forward`` straight from the class,
 checking without a guard that the global module hook dicts are empty;
 otherwise it inlines ``type(module).__call__``. Neither read is guarded.
 While the fork is installed that call also installs CLASS_ATTR_MATCH on
-``__call__`` and ``_call_impl`` by identity (a class patched after
-compiling; identity is what torch compared), a guard that the instance
-__dict__ holds no ``_call_impl`` (an instance patched after compiling),
+``__call__`` and ``_call_impl`` (a class patched after compiling; identity
+is what torch compared), a guard that the instance __dict__ holds no
+``_call_impl`` (an instance patched after compiling),
 EMPTY_NN_MODULE_HOOKS_DICT on each empty global hook dict (a global hook
-registered after compiling), and CLASS_ATTR_MATCH with its code pinned on the
-class attribute torch inlines (``forward`` or ``__call__``, the name whose
-source it takes from the class).
+registered after compiling), and CLASS_ATTR_MATCH plus FUNCTION_CODE_MATCH
+on the class attribute torch inlines (``forward`` or ``__call__``, the name
+whose source it takes from the class).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
     if self.source is not None:
         instance_dict = getattr(self.value, "__dict__", None)
         for name in ("__call__", "_call_impl"):
-            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name, pin_code=False)))
+            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name, inlined=False)))
         if isinstance(instance_dict, dict) and "_call_impl" not in instance_dict:
             install_guard(
                 self.source.make_guard(functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr="_call_impl"))

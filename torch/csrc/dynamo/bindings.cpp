@@ -10,6 +10,7 @@
 #include "torch/csrc/dynamo/accessors.h"
 #include "torch/csrc/dynamo/container_guards.h"
 #include "torch/csrc/dynamo/dict_guard_manager.h"
+#include "torch/csrc/dynamo/function_code_match.h"
 #include "torch/csrc/dynamo/global_state_guards.h"
 #include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
@@ -189,10 +190,12 @@ PYBIND11_MODULE(_C, m) {
   py::class_<NN_MODULE_HOOKS_EMPTY, LeafGuard, std::shared_ptr<NN_MODULE_HOOKS_EMPTY>>(m, "NN_MODULE_HOOKS_EMPTY")
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<CLASS_ATTR_MATCH, LeafGuard, std::shared_ptr<CLASS_ATTR_MATCH>>(m, "CLASS_ATTR_MATCH")
-      .def(py::init<py::object, py::object, py::object, py::object, bool>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none(), py::arg("pin_code") = true);
+      .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<CLASS_ATTR_SHADOWED, LeafGuard, std::shared_ptr<CLASS_ATTR_SHADOWED>>(m, "CLASS_ATTR_SHADOWED")
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   def_leaf_class<ORDERED_DICT_ORDER>(m, "ORDERED_DICT_ORDER");
+  py::class_<FUNCTION_CODE_MATCH, LeafGuard, std::shared_ptr<FUNCTION_CODE_MATCH>>(m, "FUNCTION_CODE_MATCH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("function"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
   py::class_<RelationalSlot, LeafGuard, std::shared_ptr<RelationalSlot>>(m, "RelationalGuard");
 
   // ---- accessors ----
@@ -422,9 +425,12 @@ PYBIND11_MODULE(_C, m) {
     .def("add_nn_module_hooks_empty_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
       add_leaf<NN_MODULE_HOOKS_EMPTY>(self, name, parts, stack);
     }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
-    .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack, bool pin_code) {
-      add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack, pin_code);
-    }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none(), py::arg("pin_code") = true)
+    .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
+      add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack);
+    }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_function_code_match_guard", [](GuardManager& self, py::object function, py::object parts, py::object stack) {
+      add_leaf<FUNCTION_CODE_MATCH>(self, function, parts, stack);
+    }, py::arg("function"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_class_attr_shadowed_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
       add_leaf<CLASS_ATTR_SHADOWED>(self, name, parts, stack);
     }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -628,7 +634,8 @@ PYBIND11_MODULE(_C, m) {
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
                           "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "GETATTR_FALLTHROUGH",
-                          "NN_MODULE_HOOKS_EMPTY", "CLASS_ATTR_SHADOWED", "ORDERED_DICT_ORDER", "GLOBAL_STATE",
+                          "NN_MODULE_HOOKS_EMPTY", "CLASS_ATTR_SHADOWED", "FUNCTION_CODE_MATCH", "ORDERED_DICT_ORDER",
+                          "GLOBAL_STATE",
                           "TORCH_FUNCTION_MODE_STACK"}) {
       kinds[k] = "native";
     }

@@ -31,11 +31,10 @@ bool NN_MODULE_ATTR_RESOLUTION::check(PyObject* value) {
   return slot == expected_;
 }
 
-CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack, bool pin_code)
+CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)),
       name_(interned_name(name, "name")),
-      compare_by_value_(is_immutable_constant(expected.ptr())),
-      code_pin_(pin_code ? FunctionCodePin::for_class_attribute(expected.ptr(), verbose_code_parts_, user_stack_) : nullptr) {
+      compare_by_value_(is_immutable_constant(expected.ptr())) {
   PyObject* ref = compare_by_value_ ? nullptr : PyWeakref_NewRef(expected.ptr(), nullptr);  // new
   if (ref != nullptr) {
     expected_ = py::reinterpret_steal<py::object>(ref);
@@ -56,7 +55,7 @@ PyObject* CLASS_ATTR_MATCH::expected() const {
 }
 
 bool CLASS_ATTR_MATCH::check(PyObject* value) {
-  bool same_attribute = cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
+  return cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
     PyObject* found = _PyType_Lookup(type, name_.ptr());  // borrowed
     PyObject* want = expected();
     if (want == nullptr || found == nullptr) {
@@ -64,14 +63,6 @@ bool CLASS_ATTR_MATCH::check(PyObject* value) {
     }
     return found == want || (compare_by_value_ && same_immutable_constant(found, want));
   });
-  return same_attribute && (code_pin_ == nullptr || code_pin_->check(value));
-}
-
-void CLASS_ATTR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
-  recorder.type_tag(value);
-  if (code_pin_ != nullptr) {
-    recorder.leaf(code_pin_.get(), value);
-  }
 }
 
 CLASS_ATTR_SHADOWED::CLASS_ATTR_SHADOWED(py::object name, py::object parts, py::object stack)

@@ -16,7 +16,6 @@
 #pragma once
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
-#include "torch/csrc/dynamo/function_code_pin.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
 
 namespace dynamo_guards {
@@ -71,19 +70,15 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
 // replaced method is not kept alive by the guard), strongly otherwise. An
 // immutable constant (immutable_constants.h) matches an equal one: the trace
 // used its value, so `C.eps = float("1e-3")` keeps the verdict, as stock's.
-// A function or classmethod also has its code pinned (function_code_pin.h)
-// unless the builder says the trace did not run it (`pin_code` false: torch
-// only compares nn.Module.__call__ by identity before it inlines forward): a
-// __code__ swapped in place changes no class, so that part runs on every
-// call (a Leaf step in a memo).
+// What a function found there runs is FUNCTION_CODE_MATCH's
+// (function_code_match.h): once per function per frame, not per object.
 class CLASS_ATTR_MATCH : public LeafGuard {
  public:
-  CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack, bool pin_code = true);
+  CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "CLASS_ATTR_MATCH"; }
-  // Pinned by the class's version tag (the class holds the expected
-  // object); a function's code is re-compared by a Leaf step.
-  void record(MemoRecorder& recorder, PyObject* value) override;
+  // Pinned by the class's version tag (the class holds the expected object).
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.type_tag(value); }
 
  private:
   // Borrowed; nullptr once a weakly held object has died.
@@ -94,7 +89,6 @@ class CLASS_ATTR_MATCH : public LeafGuard {
   bool expected_is_weakref_;
   bool compare_by_value_;
   ClassVerdictCache cache_;
-  std::shared_ptr<FunctionCodePin> code_pin_;  // null unless a function or classmethod
 };
 
 // CLASS_ATTR_SHADOWED: `value.name` is still answered by the instance

@@ -1,4 +1,4 @@
-#include "torch/csrc/dynamo/function_code_pin.h"
+#include "torch/csrc/dynamo/function_code_match.h"
 
 #include <structmember.h>
 
@@ -46,32 +46,34 @@ py::object weak_reference(PyObject* obj) {
   return py::reinterpret_steal<py::object>(ref);
 }
 
-}  // namespace
-
-std::shared_ptr<FunctionCodePin> FunctionCodePin::for_class_attribute(
-    PyObject* attribute,
-    const py::list& parts,
-    const py::object& stack) {
-  if (PyFunction_Check(attribute)) {
-    return std::make_shared<FunctionCodePin>(attribute, attribute, parts, stack);
+// The function `attribute` is or wraps (new reference); TypeError for
+// anything else.
+py::object function_of(const py::object& attribute) {
+  if (PyFunction_Check(attribute.ptr())) {
+    return attribute;
   }
-  if (!Py_IS_TYPE(attribute, &PyClassMethod_Type)) {
-    return nullptr;
+  if (Py_IS_TYPE(attribute.ptr(), &PyClassMethod_Type)) {
+    py::object function = py::reinterpret_steal<py::object>(classmethod_function(attribute.ptr()));
+    if (function && PyFunction_Check(function.ptr())) {
+      return function;
+    }
   }
-  py::object function = py::reinterpret_steal<py::object>(classmethod_function(attribute));
-  if (!function || !PyFunction_Check(function.ptr())) {
-    return nullptr;
-  }
-  return std::make_shared<FunctionCodePin>(attribute, function.ptr(), parts, stack);
+  throw py::type_error(
+      std::string("FUNCTION_CODE_MATCH needs a function or a classmethod wrapping one, got ") +
+      Py_TYPE(attribute.ptr())->tp_name);
 }
 
-FunctionCodePin::FunctionCodePin(PyObject* attribute, PyObject* function, py::list parts, py::object stack)
-    : LeafGuard(std::move(parts), std::move(stack)),
-      classmethod_(attribute != function ? py::reinterpret_borrow<py::object>(attribute) : py::none()),
-      function_(weak_reference(function)),
-      code_(weak_reference(PyFunction_GET_CODE(function))) {}
+}  // namespace
 
-PyObject* FunctionCodePin::current_function() const {
+FUNCTION_CODE_MATCH::FUNCTION_CODE_MATCH(py::object attribute, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)) {
+  py::object function = function_of(attribute);
+  classmethod_ = function.ptr() != attribute.ptr() ? attribute : py::none();
+  function_ = weak_reference(function.ptr());
+  code_ = weak_reference(PyFunction_GET_CODE(function.ptr()));
+}
+
+PyObject* FUNCTION_CODE_MATCH::current_function() const {
   PyObject* pinned = own_weakref_referent(function_.ptr());  // borrowed
   if (pinned == nullptr || classmethod_.is_none()) {
     return pinned;
@@ -83,7 +85,7 @@ PyObject* FunctionCodePin::current_function() const {
   return wrapped == pinned ? pinned : nullptr;
 }
 
-bool FunctionCodePin::check(PyObject* /*value*/) {
+bool FUNCTION_CODE_MATCH::check(PyObject* /*value*/) {
   PyObject* function = current_function();  // borrowed
   return function != nullptr && PyFunction_GET_CODE(function) == own_weakref_referent(code_.ptr());
 }
