@@ -10,8 +10,14 @@ parameters, buffers and submodules. For every name:
 * after random mutations, a passing verdict must mean ``getattr`` still
   returns that object (never stale); a failing one where it does is counted
   as a spurious recompile;
-* end to end, a compiled forward reading every name equals eager after each
-  mutation.
+* end to end, a compiled forward reading every name (and iterating an
+  OrderedDict attribute and a global OrderedDict) equals eager after each
+  mutation. The mutations include, besides the attribute collisions,
+  replacing ``forward`` on a class, swapping a method's, classmethod's,
+  staticmethod's or ``forward``'s ``__code__`` in place, registering a
+  global module forward hook or pre-hook (removed at the end of the
+  example), and reordering either OrderedDict with ``move_to_end``. The
+  compiled target is the module itself or a function calling it.
 
 ``DYNAMO_GUARDS_FUZZ_EXAMPLES`` raises the budgets (the README's
 "Reliability" section gives the longer command); each class prints the
@@ -20,6 +26,7 @@ number of examples run and of divergences found."""
 # Owner(s): ["module: dynamo"]
 from __future__ import annotations
 
+import collections
 import os
 import types
 from dataclasses import dataclass, field
@@ -27,6 +34,7 @@ from typing import Any, Callable
 
 import torch
 import torch._dynamo
+import torch.nn.modules.module as module_py
 from hypothesis import given, HealthCheck, settings, strategies as st
 from torch import nn
 from torch._dynamo.guards import GuardManagerType
@@ -41,7 +49,10 @@ PLAIN = GuardManagerType.GUARD_MANAGER
 # larger number draws fresh examples on every run.
 FUZZ_EXAMPLES = int(os.environ.get("DYNAMO_GUARDS_FUZZ_EXAMPLES", "0"))
 NAMES = ("a", "b", "c", "training2")
-CLASS_KINDS = ("value", "tensor", "method", "property", "data_descriptor", "nondata_descriptor", "staticmethod")
+CLASS_KINDS = ("value", "tensor", "method", "property", "data_descriptor", "nondata_descriptor", "staticmethod", "classmethod")
+TABLE_KEYS = ("p", "q", "r")
+# A global OrderedDict the forward iterates (refilled by every build).
+GLOBAL_TABLE: collections.OrderedDict[str, float] = collections.OrderedDict()
 INSTANCE_KINDS = ("dict", "parameter", "buffer", "module")
 
 
@@ -91,6 +102,8 @@ def class_member(kind: str, k: int) -> Any:
         return NonDataDescriptor(float(k))
     if kind == "staticmethod":
         return staticmethod(lambda x: x - k)
+    if kind == "classmethod":
+        return classmethod(lambda cls, x: x * 2 - k)
     raise ValueError(kind)
 
 
@@ -123,8 +136,12 @@ class ModuleSpec:
             if spec.getattr_answers is not None:
                 namespace["__getattr__"] = custom_getattr(spec.getattr_answers, 100 + level)
             base = type(f"Fuzzed{level}", (base,), namespace)
-        base.forward = forward_reading_every_name
+        # A function of its own: a __code__ swap must not reach later examples.
+        base.forward = types.FunctionType(forward_reading_every_name.__code__, globals(), "forward")
         mod = base()
+        mod.table = collections.OrderedDict((key, float(i + 2)) for i, key in enumerate(TABLE_KEYS))
+        GLOBAL_TABLE.clear()
+        GLOBAL_TABLE.update((key, float(i + 7)) for i, key in enumerate(TABLE_KEYS))
         for i, (name, places) in enumerate(self.instance.items()):
             for place in places:
                 place_on_instance(mod, place, name, 1000 + 10 * i + len(place))
@@ -161,6 +178,11 @@ def use(value: Any, x: torch.Tensor) -> torch.Tensor:
 def forward_reading_every_name(self: nn.Module, x: torch.Tensor) -> torch.Tensor:
     for name in NAMES:
         x = use(getattr(self, name, None), x)
+    # In order: each step halves what came before.
+    for v in getattr(self, "table", {}).values():
+        x = x * 0.5 + v
+    for v in GLOBAL_TABLE.values():
+        x = x * 0.5 - v
     return x
 
 
@@ -172,6 +194,48 @@ def forward_scaled_by(k: int) -> Callable[[nn.Module, torch.Tensor], torch.Tenso
         return forward_reading_every_name(self, x) * k
 
     return forward
+
+
+def code_swapped_in(function: types.FunctionType, k: int) -> types.CodeType:
+    """A code object ``function.__code__`` may be replaced by (the same
+    arguments, as many free variables) that computes something else, as an
+    edited source reloaded by %autoreload would."""
+    code = function.__code__
+    params = code.co_varnames[: code.co_argcount]
+    x = params[-1]
+    if function.__name__ == "forward":
+        body = f"forward_reading_every_name({params[0]}, {x}) * 3 - {k}"
+    else:
+        body = f"{x} * 3 - {k}"
+    cells = [f"v{i}" for i in range(len(code.co_freevars))]
+    body += "".join(f" + 0 * ({cell} is None)" for cell in cells)
+    source = f"def outer({', '.join(cells)}):\n    def f({', '.join(params)}):\n        return {body}\n    return f\n"
+    namespace = dict(globals())
+    exec(source, namespace)
+    return namespace["outer"](*([None] * len(cells))).__code__
+
+
+def global_forward_hook(module: nn.Module, args: Any, out: Any) -> Any:
+    # torch's compiled wrapper runs module hooks itself, so a hook firing on
+    # it would fire twice by torch's design.
+    if isinstance(module, torch._dynamo.eval_frame.OptimizedModule) or not isinstance(out, torch.Tensor):
+        return out
+    return out * 2 + 1
+
+
+def global_forward_pre_hook(module: nn.Module, args: Any) -> Any:
+    if isinstance(module, torch._dynamo.eval_frame.OptimizedModule):
+        return None
+    return tuple(a - 1 if isinstance(a, torch.Tensor) else a for a in args)
+
+
+# Handles of the global hooks registered by the current example.
+GLOBAL_HOOK_HANDLES: list[Any] = []
+
+
+def remove_global_hooks() -> None:
+    while GLOBAL_HOOK_HANDLES:
+        GLOBAL_HOOK_HANDLES.pop().remove()
 
 
 # -- mutations ---------------------------------------------------------------
@@ -211,6 +275,20 @@ class Mutation:
             cls.forward = forward_scaled_by(self.k)
         elif self.op == "swap_class":
             mod.__class__ = type("Swapped", (type(mod),), {})
+        elif self.op == "swap_code":
+            target = cls.__dict__.get("forward" if self.k % 2 else self.name)
+            function = target.__func__ if isinstance(target, (classmethod, staticmethod)) else target
+            if isinstance(function, types.FunctionType):
+                function.__code__ = code_swapped_in(function, self.k)
+        elif self.op == "global_hook":
+            if self.k % 2:
+                GLOBAL_HOOK_HANDLES.append(module_py.register_module_forward_hook(global_forward_hook))
+            else:
+                GLOBAL_HOOK_HANDLES.append(module_py.register_module_forward_pre_hook(global_forward_pre_hook))
+        elif self.op == "reorder":
+            table = GLOBAL_TABLE if self.level % 2 else mod.__dict__.get("table")
+            if isinstance(table, collections.OrderedDict):
+                table.move_to_end(TABLE_KEYS[len(self.name) % len(TABLE_KEYS)], last=self.k >= 0)
         else:
             raise ValueError(self.op)
 
@@ -225,6 +303,9 @@ OPS = (
     "module_setattr",
     "replace_forward",
     "swap_class",
+    "swap_code",
+    "global_hook",
+    "reorder",
 )
 
 class_spec = st.builds(
@@ -285,6 +366,7 @@ class Tally:
     spurious: int = 0
     calls: int = 0  # compiled calls compared with eager
     frames: int = 0  # frames compiled
+    ops: collections.Counter[str] = field(default_factory=collections.Counter)  # mutations followed by a compared call
 
 
 def guard_on(mod: nn.Module, name: str, expected: Any) -> Any:
@@ -356,31 +438,44 @@ class CompiledForwardFuzzTests(TestCase):
         super().tearDown()
 
     @settings(max_examples=(FUZZ_EXAMPLES // 10) or 15, deadline=None, derandomize=not FUZZ_EXAMPLES, suppress_health_check=list(HealthCheck))
-    @given(spec=module_spec, steps=mutations)
-    def test_compiled_equals_eager_after_mutations(self, spec, steps):
+    @given(spec=module_spec, steps=mutations, through_function=st.booleans())
+    def test_compiled_equals_eager_after_mutations(self, spec, steps, through_function):
         tally = CompiledForwardFuzzTests.tally
         tally.examples += 1
         divergences: list[str] = []
         torch._dynamo.reset()
         x = torch.arange(2.0)
-        with dynamo_guards.enabled():
-            mod = spec.build()
-            counter = CompileCounter()
-            compiled = torch._dynamo.optimize(counter)(mod)
-            for step in [None, *steps]:
-                if step is not None:
-                    step.apply(mod)
-                try:
-                    expected = mod(x)
-                except Exception as e:  # a mutation can make eager itself fail
-                    with self.assertRaises(type(e)):
-                        compiled(x)
-                    continue
-                actual = compiled(x)
-                if not (actual.shape == expected.shape and torch.allclose(actual, expected)):
-                    divergences.append(f"{spec} then {steps}: compiled != eager after {step}")
-                tally.calls += 1
-            tally.frames += counter.frame_count
+        try:
+            with dynamo_guards.enabled():
+                mod = spec.build()
+                counter = CompileCounter()
+                if through_function:
+                    # The frame calls the module like a submodule: the path
+                    # that inlines ``type(mod).forward``.
+                    def call(x: torch.Tensor) -> torch.Tensor:
+                        return mod(x)
+
+                    compiled = torch._dynamo.optimize(counter)(call)
+                else:
+                    compiled = torch._dynamo.optimize(counter)(mod)
+                for step in [None, *steps]:
+                    if step is not None:
+                        step.apply(mod)
+                    try:
+                        expected = mod(x)
+                    except Exception as e:  # a mutation can make eager itself fail
+                        with self.assertRaises(type(e)):
+                            compiled(x)
+                        continue
+                    actual = compiled(x)
+                    if not (actual.shape == expected.shape and torch.allclose(actual, expected)):
+                        divergences.append(f"{spec} then {steps} (through a function: {through_function}): compiled != eager after {step}")
+                    tally.calls += 1
+                    if step is not None:
+                        tally.ops[step.op] += 1
+                tally.frames += counter.frame_count
+        finally:
+            remove_global_hooks()
         tally.divergences += divergences
         self.assertEqual(divergences, [])
 
@@ -389,7 +484,7 @@ class CompiledForwardFuzzTests(TestCase):
         t = cls.tally
         print(
             f"\nattribute fuzz (compiled): {t.examples} examples, {t.calls} calls compared with eager, "
-            f"{t.frames} frames compiled, {len(t.divergences)} divergences"
+            f"{t.frames} frames compiled, {len(t.divergences)} divergences; mutations compared: {dict(sorted(t.ops.items()))}"
         )
         super().tearDownClass()
 

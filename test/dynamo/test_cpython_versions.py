@@ -1,12 +1,15 @@
 """What differs between the CPython releases the engine supports, probed on
 the interpreter running the test: objects' inline values and their
 __dict__ (a defect of CPython 3.13.0), dict version tags and their watcher
-bits, type version tags. Each test states the interpreter's behaviour it
-relies on and checks it, so a release that behaves otherwise fails here
-first. Run with every interpreter (`make test`)."""
+bits, type version tags, OrderedDict's relink counter. Each test states the
+interpreter's behaviour it relies on and checks it, so a release that
+behaves otherwise fails here first. Run with every interpreter (`make
+test`)."""
 
 from __future__ import annotations
 
+import collections
+import ctypes
 import sys
 
 import torch
@@ -179,6 +182,62 @@ class DictVersionTests(TestCase):
     def test_bad_argument(self):
         with self.assertRaisesRegex(TypeError, "dict_version needs a dict"):
             guards.dict_version([1])
+
+
+def odict_state(od: collections.OrderedDict) -> int:
+    """The word odict_state.h says is od_state: one word before the
+    instance __dict__ slot, whose offset the type publishes."""
+    return ctypes.c_size_t.from_address(id(od) + collections.OrderedDict.__dictoffset__ - ctypes.sizeof(ctypes.c_size_t)).value
+
+
+class OrderedDictStateTests(TestCase):
+    """The relink counter of the C OrderedDict (od_state), which
+    ORDERED_DICT_ORDER reads where the start-up probe confirms it
+    (odict_state.h). Each fact the engine relies on, on this interpreter."""
+
+    def test_probe_confirms_the_counter(self):
+        self.assertTrue(guards.odict_state_readable(), "3.11, 3.12 and 3.13 share the layout")
+
+    def test_layout_published_by_the_type(self):
+        word = ctypes.sizeof(ctypes.c_void_p)
+        od_type = collections.OrderedDict
+        self.assertEqual(od_type.__dictoffset__, dict.__basicsize__ + 6 * word)
+        self.assertEqual(od_type.__weakrefoffset__, od_type.__dictoffset__ + word)
+        self.assertEqual(od_type.__basicsize__, od_type.__weakrefoffset__ + word)
+
+    def test_every_relink_counts(self):
+        od = collections.OrderedDict()
+        counts = []
+        for change in (
+            lambda: od.__setitem__("a", 1),
+            lambda: od.__setitem__("b", 2),
+            lambda: od.__setitem__("a", 3),  # a value update: no relink
+            lambda: od.move_to_end("a"),
+            lambda: od.move_to_end("a", last=False),
+            lambda: od.popitem(last=True),
+            lambda: od.pop("a"),
+        ):
+            before = odict_state(od)
+            change()
+            counts.append(odict_state(od) - before)
+        self.assertEqual(counts, [1, 1, 0, 2, 2, 1, 1])
+
+    def test_counter_never_goes_back(self):
+        od = collections.OrderedDict(a=1, b=2)
+        before = odict_state(od)
+        od.clear()
+        self.assertGreaterEqual(odict_state(od), before, "clear() counts on 3.13, not before; it never decreases")
+        od["b"] = 2
+        od["a"] = 1
+        self.assertGreater(odict_state(od), before)
+
+    def test_storage_order_unchanged_by_move_to_end(self):
+        od = collections.OrderedDict(a=1, b=2)
+        version = guards.dict_version(od)
+        od.move_to_end("a")
+        self.assertEqual(list(dict.keys(od)), ["a", "b"], "storage order: what torch's dict guards read")
+        self.assertEqual(list(od), ["b", "a"], "linked order: what the trace iterates")
+        self.assertEqual(guards.dict_version(od), version, "no dict version or watcher sees a relink")
 
 
 if __name__ == "__main__":

@@ -202,6 +202,187 @@ class LeafGuardTests(TestCase):
         del Hooked._forward_hooks
         self.assertTrue(guard(lin))
 
+    def test_equals_match_zero_replaced_by_negative_zero(self):
+        guard = guards.EQUALS_MATCH(0.0, ["x == 0.0"])
+        self.assertTrue(guard(float("0.0")), "an equal new float passes")
+        self.assertFalse(guard(-0.0), "stock's == passes it; x / eps tells them apart")
+        guard = guards.EQUALS_MATCH(complex(1.0, 0.0), ["x == 1+0j"])
+        self.assertTrue(guard(complex("1+0j")))
+        self.assertFalse(guard(complex(1.0, -0.0)))
+
+    def test_equals_match_tuple_with_negative_zero(self):
+        guard = guards.EQUALS_MATCH((0.0, 1), ["x == (0.0, 1)"])
+        self.assertTrue(guard(tuple([0.0, 1])))
+        self.assertFalse(guard((-0.0, 1)))
+        self.assertFalse(guard((0.0, True)), "an element of another exact type (stock's == passes it)")
+
+    def test_equals_match_nan_with_the_same_bits_passes(self):
+        nan = float("nan")
+        guard = guards.EQUALS_MATCH(nan, ["x == nan"])
+        self.assertTrue(guard(nan))
+        self.assertTrue(guard(float("nan")), "the same bits: nothing can tell them apart")
+
+    def test_equals_match_keeps_equality_for_other_types(self):
+        guard = guards.EQUALS_MATCH(2**70, ["x == 2**70"])
+        self.assertTrue(guard(int(str(2**70))))
+        self.assertFalse(guard(2**70 + 1))
+        guard = guards.EQUALS_MATCH(torch.Size([2, 3]), ["x == torch.Size([2, 3])"])
+        self.assertTrue(guard(torch.Size([2, 3])))
+        self.assertFalse(guard(torch.Size([2, 4])))
+
+    def test_function_code_match_code_swapped(self):
+        class C:
+            def method(self):
+                return 1
+
+        def other(self):
+            return 2
+
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        original = C.method.__code__
+        self.assertTrue(guard(None), "the guarded value is not read")
+        C.method.__code__ = other.__code__
+        self.assertFalse(guard(None), "same class, same function, other code")
+        C.method.__code__ = original
+        self.assertTrue(guard(None), "the code the trace read is back")
+
+    def test_class_attr_match_ignores_code(self):
+        class C:
+            def method(self):
+                return 1
+
+        guard = guards.CLASS_ATTR_MATCH("method", C.__dict__["method"], ["type(x).method is C.method"])
+        obj = C()
+        C.method.__code__ = (lambda self: 2).__code__
+        self.assertTrue(guard(obj), "identity only: the code is FUNCTION_CODE_MATCH's")
+        C.method = lambda self: 1
+        self.assertFalse(guard(obj))
+
+    def test_function_code_match_bad_argument(self):
+        with self.assertRaisesRegex(TypeError, "needs a function or a classmethod"):
+            guards.FUNCTION_CODE_MATCH(staticmethod(len), ["code"])
+        with self.assertRaisesRegex(TypeError, "needs a function or a classmethod"):
+            guards.FUNCTION_CODE_MATCH(classmethod(len), ["code"])
+
+    def test_function_code_match_classmethod_code_swapped(self):
+        class C:
+            @classmethod
+            def method(cls):
+                return 1
+
+        def other(cls):
+            return 2
+
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        self.assertTrue(guard(None))
+        C.__dict__["method"].__func__.__code__ = other.__code__
+        self.assertFalse(guard(None))
+
+    def test_function_code_match_classmethod_reinitialized(self):
+        class C:
+            @classmethod
+            def method(cls):
+                return 1
+
+        def other(cls):
+            return 2
+
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        self.assertTrue(guard(None))
+        C.__dict__["method"].__init__(other)
+        self.assertFalse(guard(None), "the same classmethod object now wraps another function")
+
+    def test_function_code_match_swapped_out_code_dies(self):
+        namespace: dict[str, object] = {}
+        # Compiled apart, so that only the function holds its code object.
+        exec("class C:\n    def method(self):\n        return 1\n", namespace)
+        C = namespace["C"]
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["method"], ["C.method keeps its __code__"])
+        self.assertTrue(guard(None))
+        dead = weakref.ref(C.method.__code__)
+        C.method.__code__ = compile("def f(self):\n    return 1\n", "<swap>", "exec").co_consts[0]
+        self.assertIsNone(dead(), "the guard does not keep the swapped-out code alive")
+        self.assertFalse(guard(None))
+
+    def test_function_code_match_function_dies(self):
+        namespace: dict[str, object] = {}
+        exec("def f(x):\n    return x\n", namespace)
+        guard = guards.FUNCTION_CODE_MATCH(namespace["f"], ["f keeps its __code__"])
+        self.assertTrue(guard(None))
+        del namespace["f"]
+        self.assertFalse(guard(None), "held weakly: a dead function fails")
+
+    def test_class_attr_shadowed_class_attribute_replaced(self):
+        class C:
+            k = 1
+
+            def __init__(self):
+                self.k = 2
+
+        guard = guards.CLASS_ATTR_SHADOWED("k", ["x.k is x.__dict__['k']"])
+        obj = C()
+        self.assertTrue(guard(obj))
+        C.k = 5
+        self.assertTrue(guard(obj), "the instance still answers: the class attribute does not matter")
+        del C.k
+        self.assertTrue(guard(obj))
+
+    def test_class_attr_shadowed_instance_attribute_deleted(self):
+        class C:
+            k = 1
+
+            def __init__(self):
+                self.k = 2
+
+        guard = guards.CLASS_ATTR_SHADOWED("k", ["x.k is x.__dict__['k']"])
+        obj = C()
+        del obj.k
+        self.assertFalse(guard(obj))
+        obj.k = 3
+        self.assertTrue(guard(obj))
+
+    def test_class_attr_shadowed_property_added_on_base(self):
+        class Base:
+            pass
+
+        class C(Base):
+            k = 1
+
+            def __init__(self):
+                self.k = 2
+
+        guard = guards.CLASS_ATTR_SHADOWED("k", ["x.k is x.__dict__['k']"])
+        obj = C()
+        self.assertTrue(guard(obj))
+        Base.k = property(lambda self: 7)
+        self.assertTrue(guard(obj), "C.k still hides the base's property")
+        del C.k
+        self.assertFalse(guard(obj), "now the property on the base answers")
+
+    def test_class_attr_shadowed_custom_getattribute(self):
+        class C:
+            k = 1
+
+            def __init__(self):
+                self.k = 2
+
+            def __getattribute__(self, name):
+                return object.__getattribute__(self, name)
+
+        guard = guards.CLASS_ATTR_SHADOWED("k", ["x.k is x.__dict__['k']"])
+        self.assertFalse(guard(C()), "a custom __getattribute__ decides, not the instance __dict__")
+
+    def test_class_attr_shadowed_on_module(self):
+        class M(torch.nn.Module):
+            scale = 1.0
+
+        mod = M()
+        mod.scale = 2.0
+        guard = guards.CLASS_ATTR_SHADOWED("scale", ["mod.scale is mod.__dict__['scale']"])
+        self.assertTrue(guard(mod), "nn.Module's __getattr__ only runs after the instance __dict__")
+        M.scale = property(lambda self: 3.0)
+        self.assertFalse(guard(mod))
+
     def test_lambda_guard(self):
         guard = guards.LAMBDA_GUARD(ROOT, lambda x: x > 3, ["x > 3"])
         self.assertTrue(guard(4))
@@ -420,6 +601,74 @@ class ManagerTests(TestCase):
         self.assertEqual(sorted(dm.get_key_value_managers()), [1])
         with self.assertRaisesRegex(IndexError, "out of range"):
             dm.get_key_manager(5, "key 5", "x", PLAIN)
+
+    def ordered_dict_tree(self, example: collections.OrderedDict) -> guards.RootGuardManager:
+        """What torch builds for a dict whose key order matters: a
+        DictGuardManager with every key and value by storage position."""
+        root = guards.RootGuardManager()
+        dm = root.framelocals_manager(("d", 0), "L['d']", example, DICT)
+        for i, (key, value) in enumerate(dict.items(example)):
+            dm.get_key_manager(i, f"key {i}", key, PLAIN).add_equals_match_guard(key, [f"key {i} == {key!r}"], None)
+            dm.get_value_manager(i, f"value {i}", value, PLAIN).add_equals_match_guard(value, [f"value {i} == {value!r}"], None)
+        return root
+
+    def test_ordered_dict_moved_to_end(self):
+        od = collections.OrderedDict(a=1, b=2, c=3)
+        root = self.ordered_dict_tree(od)
+        self.assertTrue(root.check({"d": od}))
+        self.assertTrue(root.check({"d": od}), "from the relink counter")
+        od.move_to_end("a")
+        self.assertFalse(root.check({"d": od}), "storage, version and watchers are unchanged; the order is not")
+        failure = root.check_verbose({"d": od})
+        self.assertFalse(failure.result)
+        self.assertEqual(failure.verbose_code_parts, ["list(OrderedDict.keys(L['d'])) == ['a', 'b', 'c']"])
+        od.move_to_end("b")
+        od.move_to_end("c")
+        self.assertTrue(root.check({"d": od}), "back in the order the trace saw")
+
+    def test_ordered_dict_reordered_before_building(self):
+        od = collections.OrderedDict(a=1, b=2, c=3)
+        od.move_to_end("a", last=True)  # linked b, c, a; stored a, b, c
+        root = self.ordered_dict_tree(od)
+        self.assertTrue(root.check({"d": od}))
+        self.assertFalse(root.check({"d": collections.OrderedDict(a=1, b=2, c=3)}), "same storage, other linked order")
+        self.assertFalse(root.check({"d": collections.OrderedDict(od)}), "the linked order, but stored b, c, a")
+        od.move_to_end("a", last=False)
+        self.assertFalse(root.check({"d": od}))
+
+    def test_ordered_dict_equal_new_ordered_dict(self):
+        od = collections.OrderedDict(a=1, b=2)
+        root = self.ordered_dict_tree(od)
+        self.assertTrue(root.check({"d": od}))
+        self.assertTrue(root.check({"d": collections.OrderedDict(a=1, b=2)}), "walked: same order")
+        self.assertTrue(root.check({"d": od}))
+
+    def test_ordered_dict_key_popped_and_added_back(self):
+        od = collections.OrderedDict(a=1, b=2)
+        root = self.ordered_dict_tree(od)
+        self.assertTrue(root.check({"d": od}))
+        od.pop("b")
+        od["b"] = 2
+        self.assertTrue(root.check({"d": od}), "a new counter, the same order: walked and passed")
+
+    def test_ordered_dict_subclass_iter_override_ignored(self):
+        class Reversed(collections.OrderedDict):
+            def __iter__(self):
+                return reversed(list(super().__iter__()))
+
+        od = Reversed(a=1, b=2)
+        root = self.ordered_dict_tree(od)
+        self.assertTrue(root.check({"d": od}), "the trace reads OrderedDict.keys, the C list")
+        od.move_to_end("a")
+        self.assertFalse(root.check({"d": od}))
+
+    def test_ordered_dict_order_leaf_only_on_ordered_dicts(self):
+        def kinds(example: dict) -> list[str]:
+            dm = guards.RootGuardManager().framelocals_manager(("d", 0), "L['d']", example, DICT)
+            return [leaf.kind() for leaf in dm.get_leaf_guards()]
+
+        self.assertEqual(kinds(collections.OrderedDict(x=1)), ["ORDERED_DICT_ORDER"])
+        self.assertEqual(kinds({"x": 1}), [])
 
     def test_tensor_match(self):
         x = torch.randn(2, 3)
@@ -780,6 +1029,70 @@ class SubtreeMemoTests(TestCase):
         self.assertTrue(root.check({"m": obj}))
         cls.count = property(lambda self: 4)  # a data descriptor now answers
         self.assertFalse(root.check({"m": obj}))
+
+    def class_fact_tree(self, obj: Holder, add_leaf) -> tuple[guards.RootGuardManager, object]:
+        """A memoized subtree on ``obj`` with one class-level leaf."""
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        add_leaf(m)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        d.dict_getitem_manager("flag", "L['m'].flag", obj.flag, PLAIN).add_true_match_guard(["L['m'].flag is True"], None)
+        d.dict_getitem_manager("count", "L['m'].count", obj.count, PLAIN).add_equals_match_guard(3, ["L['m'].count == 3"], None)
+        root.finalize()
+        return root, m
+
+    def test_memo_method_code_swapped(self):
+        # What the builder makes for a method the trace inlined: identity per
+        # object inside the memoized subtree, the code once on the root.
+        cls = type("WithMethod", (Holder,), {"method": lambda self: 1})
+        obj = cls(flag=True, count=3)
+        root, m = self.class_fact_tree(
+            obj, lambda m: m.add_class_attr_match_guard("method", cls.__dict__["method"], ["L['m'].method"], None)
+        )
+        root.add_function_code_match_guard(cls.__dict__["method"], ["WithMethod.method keeps its __code__"], None)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertNotIn("Leaf", m.memo_log_kinds(), "identity is pinned by the class's version tag")
+        self.assertTrue(root.check({"m": obj}))
+        original = cls.method.__code__
+        cls.method.__code__ = (lambda self: 2).__code__
+        self.assertFalse(root.check({"m": obj}))
+        failure = root.check_verbose({"m": obj})
+        self.assertEqual(failure.verbose_code_parts, ["WithMethod.method keeps its __code__"])
+        cls.method.__code__ = original
+        self.assertTrue(root.check({"m": obj}))
+
+    def test_memo_shadowed_class_attribute_replaced(self):
+        cls = type("Shadowing", (Holder,), {"count": 1})
+        obj = cls(flag=True, count=3)
+        root, m = self.class_fact_tree(obj, lambda m: m.add_class_attr_shadowed_guard("count", ["L['m'].count shadows"], None))
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size())
+        cls.count = 2
+        self.assertTrue(root.check({"m": obj}), "the instance still answers")
+        cls.count = property(lambda self: 3)
+        self.assertFalse(root.check({"m": obj}), "a data descriptor answers now, with an equal value even")
+
+    def test_memo_shadowing_instance_attribute_deleted(self):
+        cls = type("Shadowing", (Holder,), {"extra": 1})
+        obj = cls(flag=True, count=3, extra=2)
+        root, m = self.class_fact_tree(obj, lambda m: m.add_class_attr_shadowed_guard("extra", ["L['m'].extra shadows"], None))
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        del obj.extra
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_ordered_dict_moved_to_end(self):
+        d = collections.OrderedDict(a=1, b=2)
+        o = Holder(d=d)
+        root, outer = self.dict_order_tree(d)
+        self.assertTrue(root.check({"o": o}))
+        self.assertIsNotNone(outer.memo_log_size())
+        self.assertTrue(root.check({"o": o}))
+        d.move_to_end("a")
+        self.assertFalse(root.check({"o": o}), "the dict's version is unchanged: the log re-runs the order check")
+        d.move_to_end("b")
+        self.assertTrue(root.check({"o": o}))
 
     def dict_order_tree(self, d: dict) -> tuple[guards.RootGuardManager, object]:
         root = guards.RootGuardManager()

@@ -14,6 +14,7 @@ at build time and, for every fallback to getattr, why.
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable
 
 from dynamo_guards import _C
@@ -113,21 +114,92 @@ def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
     return None
 
 
-def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
+def inlined_code(attribute: Any) -> Any:
+    """The code object the trace runs for a class attribute it inlines
+    without a guard of its own: a function's, or a classmethod's function's;
+    None for anything else (function_code_match.h)."""
+    if type(attribute) is classmethod:
+        attribute = attribute.__func__
+    return attribute.__code__ if isinstance(attribute, types.FunctionType) else None
+
+
+def FUNCTION_CODE_MATCH(builder: Any, guard: Any, attribute: Any, where: str) -> None:
+    """Pins, once per frame, the code ``attribute`` (a function or a
+    classmethod found on a class as ``where``) runs, on the root manager.
+    See function_code_match.h."""
+    code = inlined_code(attribute)
+    if code is None:
+        return
+    text = f"{where}: {code.co_qualname} keeps its __code__ (id {id(code):#x})"
+    if text in builder.already_added_code_parts:
+        return
+    from torch._dynamo.guards import get_verbose_code_parts
+
+    parts = get_verbose_code_parts(text, guard)
+    builder.guard_manager.root.add_function_code_match_guard(attribute, parts, guard.user_stack)
+    builder.already_added_code_parts.add(text)
+
+
+def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str, inlined: bool = True) -> None:
     """Guard create function: ``type(guard.name)``'s MRO lookup of ``name``
     still finds the object the trace found (or an equal immutable constant).
-    See module_attr_guards.h."""
+    When the trace ran what it found (``inlined``: everywhere but torch's
+    identity test of ``__call__``), a function or classmethod there also gets
+    FUNCTION_CODE_MATCH. See module_attr_guards.h."""
     value = builder.get(guard)
     found = class_lookup(type(value), name)
     if found is None:
         return
     owner, expected = found
+    where = f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}"
     _install_leaf(
         builder,
         guard,
-        f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}",
+        where,
         lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
     )
+    if inlined:
+        FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner.__module__}.{owner.__qualname__}.{name}")
+
+
+def instance_shadows(value: Any, name: str) -> bool:
+    """Whether Python answers ``value.name`` from the instance __dict__
+    ahead of the class attribute ``name``, in the engine's own verdict
+    (CLASS_ATTR_SHADOWED). A special method name never counts: Python
+    looks those up on the type, past the instance."""
+    if name.startswith("__") and name.endswith("__"):
+        return False
+    return bool(_C.CLASS_ATTR_SHADOWED(name, [""])(value))
+
+
+def CLASS_ATTR_LOOKUP(builder: Any, guard: Any, *, name: str) -> None:
+    """Guard create function for the trace's lookup of ``name`` on
+    ``type(guard.name)``: CLASS_ATTR_SHADOWED when the instance __dict__
+    answers first (the class attribute is then never used, and replacing it
+    must not recompile), else CLASS_ATTR_MATCH."""
+    value = builder.get(guard)
+    if class_lookup(type(value), name) is None:
+        return
+    if not instance_shadows(value, name):
+        CLASS_ATTR_MATCH(builder, guard, name=name)
+        return
+    _install_leaf(
+        builder,
+        guard,
+        f"{guard.name}.{name} is {guard.name}.__dict__[{name!r}], ahead of the class attribute",
+        lambda m, parts, stack: m.add_class_attr_shadowed_guard(name, parts, stack),
+    )
+
+
+def CALL_IMPL_NOT_ON_INSTANCE(builder: Any, guard: Any) -> None:
+    """Guard create function: ``guard.name`` (a module) has no
+    ``_call_impl`` in its instance __dict__, which torch's call of a module
+    tests without a guard. torch's own NOT_PRESENT_IN_GENERIC_DICT builds
+    it; being the engine's function marks the guard as the trace hooks'
+    (fallback.py drops those for a stock build)."""
+    from torch._dynamo.guards import GuardBuilder
+
+    GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT(builder, guard, attr="_call_impl")
 
 
 def falls_through_to_getattr(value: Any, name: str) -> bool:

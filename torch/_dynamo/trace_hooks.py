@@ -18,14 +18,29 @@ as the class or the instance starts answering ``name`` itself.
 Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
 property, a class constant), torch guards only ``type(obj)`` by id; while the
 fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
-the class (or a base) no longer answers with that object.
+the class (or a base) no longer answers with that object, and, for a
+function or classmethod, FUNCTION_CODE_MATCH (once per function per frame),
+which fails when it runs another ``__code__``. When the instance __dict__ shadows a
+class attribute that is not a data descriptor, the trace takes the instance's
+value (which torch guards) and the class attribute does not matter: the
+lookup installs CLASS_ATTR_SHADOWED instead, which fails only when the
+shadowing ends. A class attribute the trace goes on to use after all (its
+resolve_type_attr step, e.g. once the trace deleted the instance attribute)
+gets CLASS_ATTR_MATCH there.
 
-When the trace calls a module that has no hooks, torch 2.13 takes
-``type(module).forward`` straight from the class and checks, without a
-guard, that the global module hook dicts are empty. While the fork is
-installed that call also installs CLASS_ATTR_MATCH on ``forward`` (a class
-patched after compiling) and EMPTY_NN_MODULE_HOOKS_DICT on each empty global
-hook dict (a global hook registered after compiling).
+When the trace calls a module, torch 2.13 compares ``type(module).__call__``
+and ``module._call_impl`` with nn.Module's own and, when they are and the
+module has no hooks, takes ``type(module).forward`` straight from the class,
+checking without a guard that the global module hook dicts are empty;
+otherwise it inlines ``type(module).__call__``. Neither read is guarded.
+While the fork is installed that call also installs CLASS_ATTR_MATCH on
+``__call__`` and ``_call_impl`` (a class patched after compiling; identity
+is what torch compared), a guard that the instance __dict__ holds no
+``_call_impl`` (an instance patched after compiling),
+EMPTY_NN_MODULE_HOOKS_DICT on each empty global hook dict (a global hook
+registered after compiling), and CLASS_ATTR_MATCH plus FUNCTION_CODE_MATCH
+on the class attribute torch inlines (``forward`` or ``__call__``, the name
+whose source it takes from the class).
 """
 
 from __future__ import annotations
@@ -41,6 +56,8 @@ from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
 from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
 
 from dynamo_guards.nn_module_attributes import (
+    CALL_IMPL_NOT_ON_INSTANCE,
+    CLASS_ATTR_LOOKUP,
     CLASS_ATTR_MATCH,
     falls_through_to_getattr,
     GETATTR_FALLTHROUGH,
@@ -52,6 +69,8 @@ _original_manual_getattr: Callable[..., Any] | None = None
 _original_class_lookup: Callable[..., Any] | None = None
 _original_generic_getattr: Callable[..., Any] | None = None
 _original_module_call: Callable[..., Any] | None = None
+_original_resolve_type_attr: Callable[..., Any] | None = None
+_original_module_attr_source: Callable[..., Any] | None = None
 
 # The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
 # .call_function reads through len() before it inlines ``forward``.
@@ -86,8 +105,17 @@ def _lookup_class_mro_attr(self: Any, name: str) -> object:
     first_lookup = name not in self._subobj_from_class
     result = _original_class_lookup(self, name)
     if first_lookup and result is not NO_SUCH_SUBOBJ and self.source is not None:
-        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_LOOKUP, name=name)))
     return result
+
+
+def _resolve_type_attr(self: Any, tx: Any, name: str, type_attr: Any, source: Any) -> Any:
+    """The trace uses the class attribute ``name`` itself: whatever the
+    lookup found, its identity (and code) now matter."""
+    assert _original_resolve_type_attr is not None
+    if self.source is not None:
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+    return _original_resolve_type_attr(self, tx, name, type_attr, source)
 
 
 def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
@@ -100,14 +128,17 @@ def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
 
 
 def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> Any:
-    """Guards what torch's call reads without a guard: the class's
-    ``forward`` (unless the instance __dict__ holds one, which torch guards)
-    and the emptiness of the global module hook dicts."""
+    """Guards what torch's call decides on without a guard: ``__call__``
+    and ``_call_impl`` (by identity), the absence of an instance
+    ``_call_impl``, and the emptiness of the global module hook dicts. (The
+    function it then inlines is guarded by _module_class_attr_source.)"""
     assert _original_module_call is not None
     if self.source is not None:
         instance_dict = getattr(self.value, "__dict__", None)
-        if isinstance(instance_dict, dict) and "forward" not in instance_dict:
-            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name="forward")))
+        for name in ("__call__", "_call_impl"):
+            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name, inlined=False)))
+        if isinstance(instance_dict, dict) and "_call_impl" not in instance_dict:
+            install_guard(self.source.make_guard(CALL_IMPL_NOT_ON_INSTANCE))
         empty = [name for name in GLOBAL_MODULE_HOOK_DICTS if not getattr(module_py, name)]
         if empty:
             module_source = tx.import_source(module_py.__name__)
@@ -117,14 +148,29 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
     return _original_module_call(self, tx, args, kwargs)
 
 
+def _module_class_attr_source(self: Any, tx: Any, name: str) -> Any:
+    """The trace takes the source of a class attribute of a module in order
+    to call it without a guard (``forward`` or ``__call__`` in
+    call_function): that attribute and its code are what it runs."""
+    assert _original_module_attr_source is not None
+    if self.source is not None:
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+    return _original_module_attr_source(self, tx, name)
+
+
 def install_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
+    global _original_resolve_type_attr, _original_module_attr_source
     if _original_manual_getattr is not None:
         return
     _original_module_call = UnspecializedNNModuleVariable.call_function
     UnspecializedNNModuleVariable.call_function = _call_unspecialized_module  # type: ignore[method-assign]
+    _original_module_attr_source = UnspecializedNNModuleVariable.get_source_by_walking_mro
+    UnspecializedNNModuleVariable.get_source_by_walking_mro = _module_class_attr_source  # type: ignore[method-assign]
     _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
     _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
+    _original_resolve_type_attr = UserDefinedObjectVariable.resolve_type_attr
+    UserDefinedObjectVariable.resolve_type_attr = _resolve_type_attr  # type: ignore[method-assign]
     _original_generic_getattr = UserDefinedObjectVariable.generic_getattr
     UserDefinedObjectVariable.generic_getattr = _generic_getattr  # type: ignore[method-assign]
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _manually_trace_nn_module_getattr  # type: ignore[method-assign]
@@ -133,13 +179,18 @@ def install_trace_hooks() -> None:
 
 def uninstall_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
+    global _original_resolve_type_attr, _original_module_attr_source
     if _original_manual_getattr is None:
         return
     UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]
     _original_module_call = None
+    UnspecializedNNModuleVariable.get_source_by_walking_mro = _original_module_attr_source  # type: ignore[method-assign]
+    _original_module_attr_source = None
     UserDefinedObjectVariable.generic_getattr = _original_generic_getattr  # type: ignore[method-assign]
     _original_generic_getattr = None
     UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]
     UserDefinedObjectVariable.lookup_class_mro_attr = _original_class_lookup  # type: ignore[method-assign]
+    UserDefinedObjectVariable.resolve_type_attr = _original_resolve_type_attr  # type: ignore[method-assign]
+    _original_resolve_type_attr = None
     _original_manual_getattr = None
     _original_class_lookup = None

@@ -209,6 +209,18 @@ bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value) {
   return found == value;
 }
 
+bool instance_dict_precedes_class(PyTypeObject* type, PyObject* name) {
+  const ModuleFacts& facts = module_facts();
+  bool generic = type->tp_getattro == PyObject_GenericGetAttr ||
+      (facts.module_getattro != nullptr && type->tp_getattro == facts.module_getattro &&
+       _PyType_Lookup(type, facts.getattribute_name) == facts.object_getattribute);
+  if (!generic) {
+    return false;
+  }
+  PyObject* descr = _PyType_Lookup(type, name);  // borrowed
+  return descr == nullptr || Py_TYPE(descr)->tp_descr_set == nullptr;
+}
+
 ModuleDictSlot locate_in_module_dicts(PyObject* obj, PyObject* name, const AttrPlan& plan) {
   if (plan.path != AttrPath::ModuleDicts) {
     return ModuleDictSlot::Elsewhere;

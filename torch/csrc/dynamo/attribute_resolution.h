@@ -89,6 +89,13 @@ int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
 // pinned by the class's version tag and the __dict__'s contents.
 bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value);
 
+// Whether Python's lookup of `name` on instances of `type` consults the
+// instance __dict__ before any class attribute: the generic lookup (the
+// getattr slot is object's, or a Python class's whose __getattribute__ is
+// object's: a __getattr__ only runs after the dict missed) and no data
+// descriptor `name` on the class.
+bool instance_dict_precedes_class(PyTypeObject* type, PyObject* name);
+
 // Which step of the lookup answers `obj.name` for a ModuleDicts plan. For
 // any other plan the answer is Elsewhere (instance __dict__, class, getattr).
 enum class ModuleDictSlot : unsigned char { Parameters, Buffers, Modules, InstanceDict, Missing, Elsewhere, Error };

@@ -12,10 +12,13 @@
 #include "torch/csrc/dynamo/accessors.h"
 #include "torch/csrc/dynamo/container_guards.h"
 #include "torch/csrc/dynamo/dict_guard_manager.h"
+#include "torch/csrc/dynamo/function_code_match.h"
 #include "torch/csrc/dynamo/global_state_guards.h"
 #include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
 #include "torch/csrc/dynamo/nn_module_attr_accessor.h"
+#include "torch/csrc/dynamo/odict_state.h"
+#include "torch/csrc/dynamo/ordered_dict_order.h"
 #include "torch/csrc/dynamo/python_guards.h"
 #include "torch/csrc/dynamo/relational_guards.h"
 #include "torch/csrc/dynamo/root_checker.h"
@@ -164,6 +167,7 @@ using namespace dynamo_guards;  // NOLINT: the module body below names every eng
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dynamo_guards' C++ guard engine (torch._C._dynamo.guards-compatible API)";
   probe_inline_values();
+  probe_odict_state();
   register_watchers();
 
   py::class_<GuardDebugInfo>(m, "GuardDebugInfo")
@@ -275,6 +279,11 @@ PYBIND11_MODULE(_C, m) {
   LeafClass<CLASS_ATTR_MATCH>(m, "CLASS_ATTR_MATCH")
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), parts_arg, stack_arg);
 
+  LeafClass<CLASS_ATTR_SHADOWED>(m, "CLASS_ATTR_SHADOWED")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts_arg, stack_arg);
+  LeafClass<ORDERED_DICT_ORDER>(m, "ORDERED_DICT_ORDER");
+  LeafClass<FUNCTION_CODE_MATCH>(m, "FUNCTION_CODE_MATCH")
+      .def(py::init<py::object, py::object, py::object>(), py::arg("function"), parts_arg, stack_arg);
   // Relational guards: built by the install_*_guard functions only.
   LeafClass<RelationalGuard>(m, "RelationalGuard").def("__call__", [](RelationalGuard&, py::object) -> bool {
     throw py::type_error("a relational guard relates the values of several guard managers; its root checks it");
@@ -511,6 +520,12 @@ PYBIND11_MODULE(_C, m) {
     .def("add_class_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
       add_leaf<CLASS_ATTR_MATCH>(self, name, expected, parts, stack);
     }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_function_code_match_guard", [](GuardManager& self, py::object function, py::object parts, py::object stack) {
+      add_leaf<FUNCTION_CODE_MATCH>(self, function, parts, stack);
+    }, py::arg("function"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_class_attr_shadowed_guard", [](GuardManager& self, py::object name, py::object parts, py::object stack) {
+      add_leaf<CLASS_ATTR_SHADOWED>(self, name, parts, stack);
+    }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_dict_version_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
       add_leaf<DICT_VERSION>(self, value, parts, stack);
     }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -713,6 +728,10 @@ PYBIND11_MODULE(_C, m) {
     return out;
   });
 
+  // Whether the start-up probe confirmed OrderedDict's relink counter (see
+  // odict_state.h): the tests assert it on every supported interpreter.
+  m.def("odict_state_readable", &odict_state_readable);
+
   // What the start-up probe found about objects' inline values (see
   // inline_values.h): the tests assert the policy the interpreter needs.
   m.def("inline_values_policy", []() {
@@ -736,7 +755,8 @@ PYBIND11_MODULE(_C, m) {
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
                           "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "GETATTR_FALLTHROUGH",
-                          "NN_MODULE_HOOKS_EMPTY", "GLOBAL_STATE",
+                          "NN_MODULE_HOOKS_EMPTY", "CLASS_ATTR_SHADOWED", "FUNCTION_CODE_MATCH", "ORDERED_DICT_ORDER",
+                          "GLOBAL_STATE",
                           "TORCH_FUNCTION_MODE_STACK"}) {
       kinds[k] = "native";
     }

@@ -1,12 +1,20 @@
 #include "torch/csrc/dynamo/dict_guard_manager.h"
 
+#include "torch/csrc/dynamo/ordered_dict_order.h"
+
 namespace dynamo_guards {
 
 DictGuardManager::DictGuardManager(RootGuardManager* root, std::string source, py::handle example_value)
     : GuardManager(root, std::move(source), example_value),
       dict_type_(Py_TYPE(example_value.ptr())),
       dict_type_name_(Py_TYPE(example_value.ptr())->tp_name),
-      size_(PyDict_Check(example_value.ptr()) ? PyDict_GET_SIZE(example_value.ptr()) : 0) {}
+      size_(PyDict_Check(example_value.ptr()) ? PyDict_GET_SIZE(example_value.ptr()) : 0) {
+  if (PyODict_Check(example_value.ptr())) {
+    // The trace iterated the linked order; the checks below read storage
+    // order (ordered_dict_order.h).
+    leaves_.push_back(std::make_shared<ORDERED_DICT_ORDER>(example_value.ptr(), source_));
+  }
+}
 
 Py_ssize_t DictGuardManager::checked_index(const py::object& index) const {
   if (!PyLong_Check(index.ptr())) {

@@ -1,5 +1,7 @@
 // Guards a dict whose key order matters: the dict keeps its exact type and
 // size, and the keys and values at chosen positions pass their managers.
+// An OrderedDict also keeps its linked order (ORDERED_DICT_ORDER, the first
+// leaf): the positions are storage positions, the trace's order is linked.
 #pragma once
 
 #include <map>

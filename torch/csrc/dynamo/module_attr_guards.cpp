@@ -65,6 +65,27 @@ bool CLASS_ATTR_MATCH::check(PyObject* value) {
   });
 }
 
+CLASS_ATTR_SHADOWED::CLASS_ATTR_SHADOWED(py::object name, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), name_(interned_name(name, "name")) {}
+
+bool CLASS_ATTR_SHADOWED::check(PyObject* value) {
+  bool class_yields = cache_.get(
+      Py_TYPE(value), [this](PyTypeObject* type) { return instance_dict_precedes_class(type, name_.ptr()); });
+  if (!class_yields) {
+    return false;
+  }
+  PyObject* d = instance_dict(value);  // borrowed
+  if (d == nullptr || !PyDict_Check(d)) {
+    return false;
+  }
+  int found = PyDict_Contains(d, name_.ptr());
+  if (found < 0) {
+    discard_python_error();
+    return false;
+  }
+  return found == 1;
+}
+
 GETATTR_FALLTHROUGH::GETATTR_FALLTHROUGH(py::object name, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)), name_(interned_name(name, "name")) {}
 

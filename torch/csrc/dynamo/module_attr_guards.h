@@ -70,6 +70,8 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
 // replaced method is not kept alive by the guard), strongly otherwise. An
 // immutable constant (immutable_constants.h) matches an equal one: the trace
 // used its value, so `C.eps = float("1e-3")` keeps the verdict, as stock's.
+// What a function found there runs is FUNCTION_CODE_MATCH's
+// (function_code_match.h): once per function per frame, not per object.
 class CLASS_ATTR_MATCH : public LeafGuard {
  public:
   CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
@@ -86,6 +88,36 @@ class CLASS_ATTR_MATCH : public LeafGuard {
   py::object expected_;  // the object, or a weakref to it
   bool expected_is_weakref_;
   bool compare_by_value_;
+  ClassVerdictCache cache_;
+};
+
+// CLASS_ATTR_SHADOWED: `value.name` is still answered by the instance
+// __dict__ ahead of the class: the instance __dict__ holds `name`, and the
+// class's lookup still consults it first (generic __getattribute__, no data
+// descriptor `name` on the class or a base).
+//
+// Dynamo's trace looks `name` up on the class before the instance __dict__
+// (to find data descriptors) and, when the class attribute is not one,
+// takes the instance's value, which torch guards. What the class attribute
+// is then does not matter, so the engine guards this fact instead of the
+// class attribute's identity (CLASS_ATTR_MATCH): replacing a shadowed class
+// default recompiles under neither engine, while a property added over the
+// name (stock is stale there) or the instance attribute deleted fails here.
+// Fast path: the class half is a ClassVerdictCache, the instance half one
+// dict lookup; in a memo, the class's version tag and the instance
+// __dict__'s version.
+class CLASS_ATTR_SHADOWED : public LeafGuard {
+ public:
+  CLASS_ATTR_SHADOWED(py::object name, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "CLASS_ATTR_SHADOWED"; }
+  void record(MemoRecorder& recorder, PyObject* value) override {
+    recorder.type_tag(value);
+    recorder.object_dict(value);
+  }
+
+ private:
+  py::str name_;
   ClassVerdictCache cache_;
 };
 

@@ -15,7 +15,7 @@
 // - Type version tags: 3.13 drops Py_TPFLAGS_VALID_VERSION_TAG.
 //   `type_version_tag` (here).
 // - Weak references: 3.13 adds PyWeakref_GetRef and deprecates
-//   PyWeakref_GetObject. `weakref_referent` (here).
+//   PyWeakref_GetObject. `weakref_referent`, `own_weakref_referent` (here).
 #pragma once
 
 #include <Python.h>
@@ -126,6 +126,18 @@ inline PyObject* weakref_referent(PyObject* ref) {
 #else
   return PyWeakref_GetObject(ref);
 #endif
+}
+
+// The referent of a weak reference the engine made itself with
+// PyWeakref_NewRef (so an exact weakref, laid out as PyWeakReference on
+// 3.11 to 3.13), or nullptr once the referent died; borrowed. The read
+// PyWeakref_GET_OBJECT made before 3.13 deprecated it, inline: CPython sets
+// the referent slot to None when the referent dies, and a referent whose
+// reference count has reached zero is being destroyed. For the hot path of
+// guards that hold what they pin weakly; never on a user's object.
+inline PyObject* own_weakref_referent(PyObject* ref) {
+  PyObject* obj = reinterpret_cast<PyWeakReference*>(ref)->wr_object;
+  return obj != Py_None && Py_REFCNT(obj) > 0 ? obj : nullptr;
 }
 
 }  // namespace dynamo_guards

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "torch/csrc/dynamo/immutable_constants.h"
+
 namespace dynamo_guards {
 
 uintptr_t checked_object_id(const py::object& obj, const char* what) {
@@ -60,11 +62,15 @@ static py::object snapshot_mutable_container(const py::object& value) {
 EQUALS_MATCH::EQUALS_MATCH(py::object expected, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)),
       expected_(snapshot_mutable_container(expected)),
-      expected_type_(Py_TYPE(expected.ptr())) {}
+      expected_type_(Py_TYPE(expected.ptr())),
+      compare_by_value_(is_immutable_constant(expected.ptr())) {}
 
 bool EQUALS_MATCH::check(PyObject* value) {
   if (Py_TYPE(value) != expected_type_) {
     return false;
+  }
+  if (compare_by_value_) {
+    return same_immutable_constant(value, expected_.ptr());
   }
   // Identity short-circuits inside RichCompareBool, as in the Python
   // expression `value == expected` evaluated by CPython's `==` on containers.
@@ -80,6 +86,8 @@ void EQUALS_MATCH::record(MemoRecorder& recorder, PyObject* value) {
   PyObject* v = expected_.ptr();
   bool immutable = v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) ||
       PyUnicode_CheckExact(v) || PyBytes_CheckExact(v) || PyComplex_CheckExact(v);
+  // An anchored value is the very object the validated dict holds: the
+  // same bits as the last time it passed.
   if (immutable) {
     record_identity_of(this, recorder, value);
   } else {

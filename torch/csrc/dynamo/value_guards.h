@@ -41,6 +41,14 @@ class ID_MATCH : public LeafGuard {
 
 // type(value) is type(expected) and value == expected. Keeps a strong
 // reference to `expected`, a constant captured at compile time.
+//
+// An immutable constant (immutable_constants.h: None, bool, int, float,
+// complex, str, bytes, tuples of them) is compared as the trace used it, by
+// exact type and value, floats and complexes by their bits: stock's `==`
+// passes -0.0 for 0.0, which `x / eps` or `x * eps` tell apart. An equal
+// new object still passes; a NaN now passes a NaN of the same bits (torch
+// gives a NaN constant its own FLOAT_IS_NAN guard). Anything else keeps
+// torch's `==`.
 class EQUALS_MATCH : public LeafGuard {
  public:
   EQUALS_MATCH(py::object expected, py::object parts, py::object stack);
@@ -52,6 +60,7 @@ class EQUALS_MATCH : public LeafGuard {
  private:
   py::object expected_;
   PyTypeObject* expected_type_;  // borrowed: kept alive by expected_
+  bool compare_by_value_;        // an immutable constant
 };
 
 // value is a given singleton (None, True or False) or is not None.
