@@ -203,30 +203,30 @@ class LeafGuardTests(TestCase):
         self.assertTrue(guard(lin))
 
     def test_equals_match_zero_replaced_by_negative_zero(self):
-        guard = guards.EQUALS_MATCH(0.0, ["x == 0.0"])
+        guard = guards.EQUALS_MATCH(ROOT, 0.0, ["x == 0.0"])
         self.assertTrue(guard(float("0.0")), "an equal new float passes")
         self.assertFalse(guard(-0.0), "stock's == passes it; x / eps tells them apart")
-        guard = guards.EQUALS_MATCH(complex(1.0, 0.0), ["x == 1+0j"])
+        guard = guards.EQUALS_MATCH(ROOT, complex(1.0, 0.0), ["x == 1+0j"])
         self.assertTrue(guard(complex("1+0j")))
         self.assertFalse(guard(complex(1.0, -0.0)))
 
     def test_equals_match_tuple_with_negative_zero(self):
-        guard = guards.EQUALS_MATCH((0.0, 1), ["x == (0.0, 1)"])
+        guard = guards.EQUALS_MATCH(ROOT, (0.0, 1), ["x == (0.0, 1)"])
         self.assertTrue(guard(tuple([0.0, 1])))
         self.assertFalse(guard((-0.0, 1)))
         self.assertFalse(guard((0.0, True)), "an element of another exact type (stock's == passes it)")
 
     def test_equals_match_nan_with_the_same_bits_passes(self):
         nan = float("nan")
-        guard = guards.EQUALS_MATCH(nan, ["x == nan"])
+        guard = guards.EQUALS_MATCH(ROOT, nan, ["x == nan"])
         self.assertTrue(guard(nan))
         self.assertTrue(guard(float("nan")), "the same bits: nothing can tell them apart")
 
     def test_equals_match_keeps_equality_for_other_types(self):
-        guard = guards.EQUALS_MATCH(2**70, ["x == 2**70"])
+        guard = guards.EQUALS_MATCH(ROOT, 2**70, ["x == 2**70"])
         self.assertTrue(guard(int(str(2**70))))
         self.assertFalse(guard(2**70 + 1))
-        guard = guards.EQUALS_MATCH(torch.Size([2, 3]), ["x == torch.Size([2, 3])"])
+        guard = guards.EQUALS_MATCH(ROOT, torch.Size([2, 3]), ["x == torch.Size([2, 3])"])
         self.assertTrue(guard(torch.Size([2, 3])))
         self.assertFalse(guard(torch.Size([2, 4])))
 
