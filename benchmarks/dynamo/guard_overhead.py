@@ -111,6 +111,7 @@ from guard_bench.timing import (
     make_check,
     measure_end_to_end,
     measure_in_situ,
+    measure_in_situ_touch_floor,
     measure_touch_floor,
     measure_warm,
 )
@@ -205,9 +206,11 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         warm = measure_warm(checks, bench.rounds, bench.warm_batch_s, bench.prewarm_s)
         in_situ, in_situ_failures = measure_in_situ(checks, eager_forward, bench.in_situ_rounds)
         fork_frames = runs["fork"].frames if "fork" in runs else []
-        touch_floor = (
-            {"fork": measure_touch_floor(fork_frames, bench.rounds)}
-            if fork_frames and all(f.is_fork for f in fork_frames)
+        memoized = bool(fork_frames) and all(f.is_fork for f in fork_frames)
+        touch_floor = {"fork": measure_touch_floor(fork_frames, bench.rounds)} if memoized else {}
+        in_situ_floor = (
+            {"fork": measure_in_situ_touch_floor(fork_frames, eager_forward, bench.in_situ_rounds)}
+            if memoized
             else {}
         )
 
@@ -224,6 +227,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         "warm_check_us": warm,
         "in_situ_check_us": in_situ,
         "memo_touch_floor_us": touch_floor,
+        "memo_touch_floor_in_situ_us": in_situ_floor,
         "end_to_end": {engine: run.end_to_end for engine, run in runs.items()},
         "build_init_s": {engine: run.build_init_s for engine, run in runs.items()},
         "build_guards_s": {engine: run.build_guards_s for engine, run in runs.items()},

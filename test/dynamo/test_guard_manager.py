@@ -885,9 +885,43 @@ class SubtreeMemoTests(TestCase):
             self.assertIsNone(m.memo_touch_floor_us(10), "no log before a passing check")
             self.assertTrue(root.check({"m": obj}))
             self.assertIsNone(m.memo_touch_floor_us(0))
-            micros, _ = m.memo_touch_floor_us(10)
+            micros, _, addresses = m.memo_touch_floor_us(10)
             self.assertGreaterEqual(micros, 0.0)
+            # Each step's object, plus the TensorImpl and, with
+            # requires_grad, the AutogradMeta of the tensor.
+            self.assertEqual(addresses, sum(m.memo_log_kinds().values()) + 1 + requires_grad)
             self.assertTrue(root.check({"m": obj}), "touching changes nothing")
+
+    def test_memo_touch_floor_follows_walk_steps_into_nested_logs(self):
+        class Box:
+            def __init__(self, inner: Holder) -> None:
+                self._inner = inner
+
+            @property
+            def inner(self) -> Holder:  # a getattr the log cannot pin: a Walk step
+                return self._inner
+
+        obj = self.fresh()
+        box = Box(obj)
+        root = guards.RootGuardManager()
+        b = root.framelocals_manager(("b", 0), "L['b']", box, PLAIN)
+        b.add_type_match_guard(id_type(box), ["type(L['b']) is Box"], None)
+        m = b.getattr_manager("inner", "L['b'].inner", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['b'].inner) is Holder"], None)
+        d = m.get_generic_dict_manager("L['b'].inner.__dict__", obj.__dict__, PLAIN)
+        d.dict_getitem_manager("flag", "L['b'].inner.flag", obj.flag, PLAIN).add_true_match_guard(
+            ["L['b'].inner.flag is True"], None
+        )
+        d.dict_getitem_manager("count", "L['b'].inner.count", obj.count, PLAIN).add_equals_match_guard(
+            3, ["L['b'].inner.count == 3"], None
+        )
+        root.finalize()
+        self.assertTrue(root.check({"b": box}))
+        self.assertTrue(root.check({"b": box}))
+        self.assertIn("Walk", b.memo_log_kinds())
+        _, _, inner_addresses = m.memo_touch_floor_us(1)
+        _, _, outer_addresses = b.memo_touch_floor_us(1)
+        self.assertEqual(outer_addresses, sum(b.memo_log_kinds().values()) + inner_addresses)
 
     def test_memo_dict_value_replaced(self):
         self.assert_memo_invalidated(lambda o: setattr(o, "count", 4))

@@ -34,6 +34,7 @@ def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str
         ("warm check (us)", medians(result["warm_check_us"]), "{:.2f}"),
         ("in situ check (us)", medians(result["in_situ_check_us"]), "{:.2f}"),
         ("memo touch floor, warm (us)", result.get("memo_touch_floor_us", {}), "{:.2f}"),
+        ("memo touch floor, in situ (us)", result.get("memo_touch_floor_in_situ_us", {}), "{:.2f}"),
         ("e2e guard overhead (us)", {e: v["overhead_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guarded call (us)", {e: v["guarded_call_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guard share of call (%)", {e: guard_share_percent(v) for e, v in e2e.items()}, "{:.1f}"),
@@ -114,6 +115,13 @@ SUMMARY_RATIOS: tuple[tuple[str, str, str], ...] = (
     ("situ tags/fork", "in_situ_check_us", "stock_dict_tags"),
 )
 
+# The most any engine could gain over stock with dict tags if it did nothing
+# but load the objects the fork's logs name: (check key, floor key).
+FLOOR_RATIOS: tuple[tuple[str, str], ...] = (
+    ("warm_check_us", "memo_touch_floor_us"),
+    ("in_situ_check_us", "memo_touch_floor_in_situ_us"),
+)
+
 
 def median_of(result: dict[str, Any], key: str, engine: str) -> float:
     stats = result[key].get(engine)
@@ -122,9 +130,11 @@ def median_of(result: dict[str, Any], key: str, engine: str) -> float:
 
 def format_summary(reports: Sequence[dict[str, Any]]) -> str:
     """One line per model and interpreter: medians in µs, the fork's touch
-    floor, and the ratios of both stock configurations to the fork."""
-    headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + ["floor"] + [h for h, _, _ in SUMMARY_RATIOS]
-    widths = [18, 8] + [11] * len(SUMMARY_COLUMNS) + [8] + [16] * len(SUMMARY_RATIOS)
+    floors, the ratios of both stock configurations to the fork, and of stock
+    with dict tags to the floors."""
+    headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + ["floor warm", "floor situ"]
+    headers += [h for h, _, _ in SUMMARY_RATIOS] + ["warm tags/floor", "situ tags/floor"]
+    widths = [18, 8] + [11] * len(SUMMARY_COLUMNS) + [11, 11] + [16] * (len(SUMMARY_RATIOS) + len(FLOOR_RATIOS))
     lines = ["".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}" for i, (h, w) in enumerate(zip(headers, widths)))]
     lines.append("-" * len(lines[0]))
     for report in reports:
@@ -132,10 +142,15 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
         for result in report["results"]:
             cells = [result["model"], python]
             cells += [format_number("{:.1f}", median_of(result, key, engine)) for _, key, engine in SUMMARY_COLUMNS]
-            cells.append(format_number("{:.1f}", result.get("memo_touch_floor_us", {}).get("fork")))
+            for floor_key in ("memo_touch_floor_us", "memo_touch_floor_in_situ_us"):
+                cells.append(format_number("{:.1f}", result.get(floor_key, {}).get("fork")))
             cells += [
                 format_number("{:.1f}x", ratio(median_of(result, key, engine), median_of(result, key, "fork")))
                 for _, key, engine in SUMMARY_RATIOS
+            ]
+            cells += [
+                format_number("{:.1f}x", ratio(median_of(result, key, "stock_dict_tags"), result.get(floor_key, {}).get("fork", NAN)))
+                for key, floor_key in FLOOR_RATIOS
             ]
             lines.append("".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
     return "\n".join(lines)

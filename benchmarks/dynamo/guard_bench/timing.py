@@ -72,10 +72,11 @@ def top_memoized_managers(root: Any) -> list[Any]:
 
 
 def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
-    """A lower bound for any sound check of the fork's memoized subtrees: the
-    time to load one word from every object their logs name, and from each
-    tensor's TensorImpl and AutogradMeta (no comparison, no unmemoized part
-    of the tree). Median over rounds, each right after a passing check."""
+    """A lower bound for any sound warm check of the fork's memoized
+    subtrees: the time to load one word from every object their logs name
+    (through Walk steps, the logs below them too), and from each tensor's
+    TensorImpl and AutogradMeta (no comparison, no unmemoized part of the
+    tree). Median over rounds, each right after a passing check."""
     samples = []
     for _ in range(rounds):
         total = 0.0
@@ -84,6 +85,24 @@ def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
             for mgr in top_memoized_managers(frame.wrapper.fork_root):
                 total += mgr.memo_touch_floor_us(200)[0]
         samples.append(total)
+    return statistics.median(samples)
+
+
+def measure_in_situ_touch_floor(
+    frames: Sequence[CapturedFrame], eager_forward: Callable[[], Any], rounds: int
+) -> float:
+    """The same loads, once, right after an eager forward pass (as the in-situ
+    check runs): what reading those objects costs once the forward pass has
+    evicted them from the caches. Median over rounds."""
+    managers = [mgr for frame in frames for mgr in top_memoized_managers(frame.wrapper.fork_root)]
+    samples = []
+    eager_forward()
+    with no_gc():
+        for _ in range(rounds):
+            for frame in frames:
+                frame.wrapper.fork_root.check(frame.f_locals)
+            eager_forward()
+            samples.append(sum(mgr.memo_touch_floor_us(1)[0] for mgr in managers))
     return statistics.median(samples)
 
 

@@ -15,6 +15,7 @@
 #include "torch/csrc/dynamo/function_code_match.h"
 #include "torch/csrc/dynamo/global_state_guards.h"
 #include "torch/csrc/dynamo/inline_values.h"
+#include "torch/csrc/dynamo/memo_touch_floor.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
 #include "torch/csrc/dynamo/nn_module_attr_accessor.h"
 #include "torch/csrc/dynamo/odict_state.h"
@@ -371,38 +372,15 @@ PYBIND11_MODULE(_C, m) {
       .def(
           "memo_touch_floor_us",
           [](const GuardManager& self, int iters) -> py::object {
-            // For the benchmark's floor: the time to load one word from each
-            // object the log names, in log order, and nothing else (no
-            // comparison). A tensor adds the TensorImpl and AutogradMeta the
-            // log recorded for it (what validation prefetches), which
-            // TENSOR_MATCH reads: one word each, where the real check reads
-            // more of both. Every address is read, none is followed. Any
-            // sound check of this subtree reads at least these objects.
-            // Only meaningful right after a passing check, when every object
-            // in the log is alive.
+            // The benchmark's floor for this subtree (memo_touch_floor.h);
+            // None before a passing check has recorded a log here.
             if (self.memo() == nullptr || !self.memo()->has_log() || iters <= 0) {
               return py::none();
             }
-            std::vector<const void*> objects;
-            self.memo()->for_each_step([&](MemoStep::Kind kind, void* object, const MemoStep& step) {
-              objects.push_back(object);
-              if (kind != MemoStep::Kind::Tensor) {
-                return;
-              }
-              objects.push_back(reinterpret_cast<const void*>(step.c));
-              if (const void* autograd_meta = self.memo()->tensor_record(step).autograd_meta) {
-                objects.push_back(autograd_meta);
-              }
-            });
-            uintptr_t sink = 0;
-            auto start = std::chrono::steady_clock::now();
-            for (int i = 0; i < iters; ++i) {
-              for (const void* object : objects) {
-                sink += *static_cast<const volatile uintptr_t*>(object);
-              }
-            }
-            std::chrono::duration<double, std::micro> total = std::chrono::steady_clock::now() - start;
-            return py::make_tuple(total.count() / iters, sink & 1);
+            std::vector<const void*> addresses;
+            collect_memo_touch_addresses(self, addresses);
+            TouchTiming timing = time_touches(addresses, iters);
+            return py::make_tuple(timing.microseconds_per_pass, timing.sink & 1, addresses.size());
           },
           py::arg("iters"))
       .def("memo_log_kinds", [](const GuardManager& self) {
