@@ -3,8 +3,14 @@
 ``guard_overhead.py`` times one guard build per engine per run, a single
 sample that moves by about a third between runs. This compiles each model
 ``--rounds`` times per engine in one process, the engines' order rotating
-round by round, and reports the median ``CheckFunctionManager.__init__``
-time (all frames of one compile summed) and each engine's ratio to stock.
+round by round, and reports per engine the medians of
+``CheckFunctionManager.__init__`` (all frames of one compile summed): wall
+time, thread CPU time, wall time less the full garbage collections that
+fell inside the build and how many such collections there were, with each
+engine's ratio to stock. ``--count-tracked`` adds the objects the collector
+tracks that each build leaves alive (what makes full collections come
+sooner); counting collects before and after every build, so no full
+collection then falls inside one, and the times of that run leave them out.
 
     .venv/bin/python benchmarks/dynamo/guard_build_time.py --models mlp100,mobilebert --rounds 5
 """
@@ -12,36 +18,70 @@ time (all frames of one compile summed) and each engine's ratio to stock.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 
+from guard_bench import capture
 from guard_bench.capture import ENGINES, engine_session
 from guard_bench.models import DEFAULT_MODELS, ModelSpec, prepare_model, selected_models
 from guard_bench.timing import rotated
 
 
-def build_times_ms(spec: ModelSpec, rounds: int) -> dict[str, list[float]]:
+@dataclasses.dataclass
+class BuildSample:
+    wall_ms: float
+    cpu_ms: float
+    full_gc_ms: float
+    full_gcs: int
+    tracked_objects: int
+
+
+def build_samples(spec: ModelSpec, rounds: int) -> dict[str, list[BuildSample]]:
     model, inputs = prepare_model(spec)
-    times: dict[str, list[float]] = {engine: [] for engine in ENGINES}
+    samples: dict[str, list[BuildSample]] = {engine: [] for engine in ENGINES}
     for r in range(rounds):
         for engine in rotated(list(ENGINES), r):
             with engine_session(engine, spec, model, inputs) as session:
-                times[engine].append(1e3 * sum(build.init_s for build in session.first_builds))
-    return times
+                builds = session.first_builds
+                samples[engine].append(
+                    BuildSample(
+                        wall_ms=1e3 * sum(b.init_s for b in builds),
+                        cpu_ms=1e3 * sum(b.init_cpu_s for b in builds),
+                        full_gc_ms=1e3 * sum(b.full_gc_s for b in builds),
+                        full_gcs=sum(b.full_gc_s > 0 for b in builds),
+                        tracked_objects=sum(b.tracked_objects for b in builds),
+                    )
+                )
+    return samples
+
+
+TIME_COLUMNS = (
+    ("wall ms", lambda s: s.wall_ms),
+    ("cpu ms", lambda s: s.cpu_ms),
+    ("less full gc ms", lambda s: s.wall_ms - s.full_gc_ms),
+)
+TRACKED_COLUMN = ("tracked left", lambda s: s.tracked_objects)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--rounds", type=int, default=5, help="compiles per engine")
+    parser.add_argument("--count-tracked", action="store_true", help="count the tracked objects each build leaves alive")
     args = parser.parse_args()
-    header = "".join(f"{engine + ' (ms)':>24}" for engine in ENGINES)
-    ratios = "".join(f"{engine + '/stock':>22}" for engine in ENGINES[1:])
-    print(f"{'model':<18}{header}{ratios}")
+    capture.COUNT_TRACKED_OBJECTS = args.count_tracked
+    columns = TIME_COLUMNS + ((TRACKED_COLUMN,) if args.count_tracked else ())
+    header = "".join(f"{name:>17}" for name, _ in columns)
+    print(f"{'model':<16}{'engine':<17}{header}{'full gcs':>10}")
     for spec in selected_models(args.models):
-        medians = {engine: statistics.median(values) for engine, values in build_times_ms(spec, args.rounds).items()}
-        cells = "".join(f"{medians[engine]:>24.1f}" for engine in ENGINES)
-        ratio_cells = "".join(f"{medians[engine] / medians['stock']:>21.2f}x" for engine in ENGINES[1:])
-        print(f"{spec.name:<18}{cells}{ratio_cells}")
+        samples = build_samples(spec, args.rounds)
+        medians = {e: [statistics.median(get(s) for s in samples[e]) for _, get in columns] for e in ENGINES}
+        for engine in ENGINES:
+            cells = "".join(
+                f"{value:>10.0f} {value / stock:>5.2f}x" for value, stock in zip(medians[engine], medians["stock"])
+            )
+            full_gcs = sum(s.full_gcs for s in samples[engine])
+            print(f"{spec.name:<16}{engine:<17}{cells}{full_gcs:>10}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import collections
+import gc
 import re
 import types
 import weakref
@@ -42,6 +43,34 @@ class LeafGuardTests(TestCase):
         self.assertFalse(guard(4.0))
         self.assertFalse(guard(True))
         self.assertEqual(guard.verbose_code_parts(), ["type(x) == int"])
+
+    def test_verbose_code_parts_list_mutated_by_caller(self):
+        parts = ["type(x) == int"]
+        guard = guards.TYPE_MATCH(ROOT, id_type(5), parts)
+        parts.append("appended after the build")
+        guard.verbose_code_parts().append("appended to a returned list")
+        self.assertEqual(guard.verbose_code_parts(), ["type(x) == int"])
+
+    def test_verbose_code_parts_of_strs_untracked_by_collector(self):
+        # code_parts.h: a tuple of exact strs can be in no reference cycle,
+        # so the engine takes it off the collector's lists (no referrer
+        # the collector can report).
+        text = "".join(["x == ", "untracked"])  # a str no other code holds
+        guard = guards.EQUALS_MATCH(ROOT, 5, [text])
+        self.assertEqual([r for r in gc.get_referrers(text) if type(r) is tuple], [])
+        self.assertEqual(guard.verbose_code_parts(), ["x == untracked"])
+
+    def test_verbose_code_parts_holding_other_objects_stay_tracked(self):
+        class Part(str):
+            pass
+
+        subclass_part, plain_object = Part("x == 5"), object()
+        guard = guards.EQUALS_MATCH(ROOT, 5, [subclass_part, plain_object])
+        # Only a tracked container is reported as a referrer.
+        holders = [r for r in gc.get_referrers(plain_object) if type(r) is tuple and r[0] is subclass_part]
+        self.assertNotEqual(holders, [])
+        self.assertTrue(all(gc.is_tracked(holder) for holder in holders))
+        self.assertEqual(guard.verbose_code_parts(), [subclass_part, plain_object])
 
     def test_id_match(self):
         obj = object()

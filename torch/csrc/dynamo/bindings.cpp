@@ -156,9 +156,6 @@ void install_relation(
   root->register_relation(state);
 }
 
-py::list as_list(const py::object& parts) {
-  return code_parts_list(parts);
-}
 
 }  // namespace
 }  // namespace dynamo_guards
@@ -624,11 +621,11 @@ PYBIND11_MODULE(_C, m) {
     if (py::len(tensor_names) != ms.size()) {
       throw py::value_error("install_no_tensor_aliasing_guard needs one tensor name per guard manager");
     }
-    install_relation<NO_TENSOR_ALIASING>(ms, std::make_shared<NoTensorAliasing>(ms.size(), as_list(parts), stack), {ms.size()});
+    install_relation<NO_TENSOR_ALIASING>(ms, std::make_shared<NoTensorAliasing>(ms.size(), CodeParts(parts), stack), {ms.size()});
   });
   m.def("install_object_aliasing_guard", [](GuardManager* x, GuardManager* y, py::object parts, py::object stack) {
     std::vector<GuardManager*> ms{x, y};
-    install_relation<OBJECT_ALIASING>(ms, std::make_shared<ObjectAliasing>(2, as_list(parts), stack), {2});
+    install_relation<OBJECT_ALIASING>(ms, std::make_shared<ObjectAliasing>(2, CodeParts(parts), stack), {2});
   });
   m.def("install_storage_overlapping_guard", [](py::list overlapping, py::list non_overlapping, py::object parts, py::object stack) {
     std::vector<GuardManager*> ms = managers_from(overlapping, "overlapping");
@@ -636,7 +633,7 @@ PYBIND11_MODULE(_C, m) {
     size_t n_overlapping = ms.size();
     ms.insert(ms.end(), rest.begin(), rest.end());
     install_relation<STORAGE_OVERLAPPING>(
-        ms, std::make_shared<StorageOverlapping>(n_overlapping, rest.size(), as_list(parts), stack), {n_overlapping, rest.size()});
+        ms, std::make_shared<StorageOverlapping>(n_overlapping, rest.size(), CodeParts(parts), stack), {n_overlapping, rest.size()});
   });
   m.def("install_symbolic_shape_guard", [](py::list managers, size_t num_ints, size_t num_floats, uintptr_t fn, py::object keep_alive, py::object parts, py::object stack) {
     std::vector<GuardManager*> ms = managers_from(managers, "guard_managers");
@@ -644,7 +641,7 @@ PYBIND11_MODULE(_C, m) {
       throw py::value_error("install_symbolic_shape_guard needs one guard manager per int and float input");
     }
     install_relation<SYMBOLIC_SHAPE_GUARD>(
-        ms, std::make_shared<SymbolicShapeGuard>(num_ints, num_floats, fn, keep_alive, as_list(parts), stack), {ms.size()});
+        ms, std::make_shared<SymbolicShapeGuard>(num_ints, num_floats, fn, keep_alive, CodeParts(parts), stack), {ms.size()});
   });
 
   m.def("profile_guard_manager", [](RootGuardManager& root, py::handle f_locals, int n_iters) {

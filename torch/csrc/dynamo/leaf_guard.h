@@ -10,6 +10,7 @@
 #include <string>
 
 #include "torch/csrc/dynamo/check_context.h"
+#include "torch/csrc/dynamo/code_parts.h"
 #include "torch/csrc/dynamo/subtree_memo.h"
 
 namespace dynamo_guards {
@@ -21,7 +22,8 @@ enum class Evaluation { Native, PythonCallable };
 
 class LeafGuard {
  public:
-  LeafGuard(py::object verbose_code_parts, py::object user_stack);
+  LeafGuard(const py::object& verbose_code_parts, py::object user_stack);
+  LeafGuard(CodeParts verbose_code_parts, py::object user_stack);
   virtual ~LeafGuard();
   LeafGuard(const LeafGuard&) = delete;
   LeafGuard& operator=(const LeafGuard&) = delete;
@@ -65,13 +67,15 @@ class LeafGuard {
     return false;
   }
 
-  const py::list& verbose_code_parts() const { return verbose_code_parts_; }
+  // A new list each call (see code_parts.h).
+  py::list verbose_code_parts() const { return verbose_code_parts_.as_list(); }
+  const CodeParts& code_parts() const { return verbose_code_parts_; }
   const py::object& user_stack() const { return user_stack_; }
   // Leaf guards alive in the process, for the lifetime tests.
   static size_t live_count() { return live_.load(std::memory_order_relaxed); }
 
  protected:
-  py::list verbose_code_parts_;
+  CodeParts verbose_code_parts_;
   py::object user_stack_;
 
  private:
@@ -79,10 +83,5 @@ class LeafGuard {
 };
 
 using LeafGuardPtr = std::shared_ptr<LeafGuard>;
-
-// list(parts), as torch's guards keep their verbose_code_parts: any iterable
-// is taken (a str becomes the list of its characters, as in torch); anything
-// else raises TypeError.
-py::list code_parts_list(const py::object& parts);
 
 }  // namespace dynamo_guards

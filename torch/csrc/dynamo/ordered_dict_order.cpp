@@ -79,7 +79,7 @@ ORDERED_DICT_ORDER::ORDERED_DICT_ORDER(PyObject* example, const std::string& sou
   if (positions_.size() != keys.size()) {
     throw py::value_error("an OrderedDict whose linked keys are not its stored keys");
   }
-  verbose_code_parts_ = describe(source, linked_keys.ptr());
+  verbose_code_parts_ = CodeParts(describe(source, linked_keys.ptr()));
 }
 
 bool ORDERED_DICT_ORDER::walk_matches(PyObject* od) const {

@@ -4,8 +4,8 @@
 
 namespace dynamo_guards {
 
-RelationalState::RelationalState(size_t num_slots, py::list parts, py::object stack)
-    : slots_(num_slots), parts_(code_parts_list(parts)), stack_(std::move(stack)) {}
+RelationalState::RelationalState(size_t num_slots, CodeParts parts, py::object stack)
+    : slots_(num_slots), parts_(std::move(parts)), stack_(std::move(stack)) {}
 
 RelationalState::~RelationalState() = default;
 
@@ -16,7 +16,7 @@ void RelationalState::reset() {
 }
 
 py::list RelationalState::describe_failure() {
-  return parts_;
+  return parts_.as_list();
 }
 
 bool RelationalState::verify(CheckContext* ctx) {
@@ -40,13 +40,13 @@ bool RelationalState::verify(CheckContext* ctx) {
 }
 
 RelationalGuard::RelationalGuard(const RelationalState& state)
-    : LeafGuard(state.verbose_code_parts(), state.user_stack()), kind_(state.kind()) {}
+    : LeafGuard(state.code_parts(), state.user_stack()), kind_(state.kind()) {}
 
 RelationalSlot::RelationalSlot(
     std::shared_ptr<RelationalState> state,
     size_t slot,
     std::shared_ptr<RelationalGuard> public_leaf)
-    : LeafGuard(state->verbose_code_parts(), state->user_stack()),
+    : LeafGuard(state->code_parts(), state->user_stack()),
       state_(std::move(state)),
       slot_(slot),
       public_leaf_(std::move(public_leaf)) {}
@@ -71,7 +71,7 @@ bool ObjectAliasing::holds() {
   return slots_.size() == 2 && slots_[0].get() == slots_[1].get();
 }
 
-StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, py::list parts, py::object stack)
+StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, CodeParts parts, py::object stack)
     : RelationalState(num_overlapping + num_non_overlapping, std::move(parts), std::move(stack)),
       num_overlapping_(num_overlapping) {
   predicate_ = py::module_::import("dynamo_guards._python_checks").attr("storage_overlapping")(num_overlapping_);
@@ -97,7 +97,7 @@ SymbolicShapeGuard::SymbolicShapeGuard(
     size_t num_floats,
     uintptr_t fn,
     py::object keep_alive,
-    py::list parts,
+    CodeParts parts,
     py::object stack)
     : RelationalState(num_ints + num_floats, std::move(parts), std::move(stack)),
       num_ints_(num_ints),

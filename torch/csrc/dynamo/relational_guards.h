@@ -21,7 +21,7 @@ namespace dynamo_guards {
 
 class RelationalState {
  public:
-  RelationalState(size_t num_slots, py::list parts, py::object stack);
+  RelationalState(size_t num_slots, CodeParts parts, py::object stack);
   virtual ~RelationalState();
   virtual const char* kind() const = 0;
   // Checks the relation over the recorded values; all slots are filled when
@@ -29,7 +29,7 @@ class RelationalState {
   bool verify(CheckContext* ctx);
   void record(size_t slot, PyObject* value) { slots_[slot] = OwnedRef::from_borrowed(value); }
   void reset();
-  const py::list& verbose_code_parts() const { return parts_; }
+  const CodeParts& code_parts() const { return parts_; }
   const py::object& user_stack() const { return stack_; }
 
  protected:
@@ -37,7 +37,7 @@ class RelationalState {
   // The failure text; defaults to the code parts.
   virtual py::list describe_failure();
   std::vector<OwnedRef> slots_;
-  py::list parts_;
+  CodeParts parts_;
   py::object stack_;
 };
 
@@ -110,7 +110,7 @@ class ObjectAliasing : public RelationalState {
 // (a Python callable): the "python" row of the coverage table.
 class StorageOverlapping : public RelationalState {
  public:
-  StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, py::list parts, py::object stack);
+  StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, CodeParts parts, py::object stack);
   const char* kind() const override { return "STORAGE_OVERLAPPING"; }
 
  protected:
@@ -127,7 +127,7 @@ class StorageOverlapping : public RelationalState {
 class SymbolicShapeGuard : public RelationalState {
  public:
   using GuardFn = int8_t (*)(int64_t*, double*);
-  SymbolicShapeGuard(size_t num_ints, size_t num_floats, uintptr_t fn, py::object keep_alive, py::list parts, py::object stack);
+  SymbolicShapeGuard(size_t num_ints, size_t num_floats, uintptr_t fn, py::object keep_alive, CodeParts parts, py::object stack);
   const char* kind() const override { return "SYMBOLIC_SHAPE_GUARD"; }
 
  protected:
