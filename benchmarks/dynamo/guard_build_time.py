@@ -7,10 +7,10 @@ round by round, and reports per engine the medians of
 ``CheckFunctionManager.__init__`` (all frames of one compile summed): wall
 time, thread CPU time, wall time less the full garbage collections that
 fell inside the build and how many such collections there were, with each
-engine's ratio to stock. ``--count-tracked`` adds the objects the collector
-tracks that each build leaves alive (what makes full collections come
-sooner); counting collects before and after every build, so no full
-collection then falls inside one, and the times of that run leave them out.
+engine's ratio to stock. ``--count-tracked`` adds the net change in the
+objects the collector tracks across each build (what every later full
+collection walks); counting collects before and after every build, so no
+full collection then falls inside one, and that run's times leave them out.
 
     .venv/bin/python benchmarks/dynamo/guard_build_time.py --models mlp100,mobilebert --rounds 5
 """
@@ -48,7 +48,7 @@ def build_samples(spec: ModelSpec, rounds: int) -> dict[str, list[BuildSample]]:
                         wall_ms=1e3 * sum(b.init_s for b in builds),
                         cpu_ms=1e3 * sum(b.init_cpu_s for b in builds),
                         full_gc_ms=1e3 * sum(b.full_gc_s for b in builds),
-                        full_gcs=sum(b.full_gc_s > 0 for b in builds),
+                        full_gcs=sum(b.full_gcs for b in builds),
                         tracked_objects=sum(b.tracked_objects for b in builds),
                     )
                 )
@@ -67,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--rounds", type=int, default=5, help="compiles per engine")
-    parser.add_argument("--count-tracked", action="store_true", help="count the tracked objects each build leaves alive")
+    parser.add_argument("--count-tracked", action="store_true", help="count the net change in tracked objects across each build")
     args = parser.parse_args()
     capture.COUNT_TRACKED_OBJECTS = args.count_tracked
     columns = TIME_COLUMNS + ((TRACKED_COLUMN,) if args.count_tracked else ())

@@ -46,6 +46,7 @@ class BuildRecord:
     build_guards_s: float = 0.0
     init_cpu_s: float = 0.0  # thread CPU time of the same span
     full_gc_s: float = 0.0  # of init_s, spent in full (oldest-generation) collections
+    full_gcs: int = 0  # how many of them
     tracked_objects: int = 0  # net change in the objects the collector tracks, across the build
 
 
@@ -57,12 +58,15 @@ class CollectionTimer:
     ``active``: one that a build happens to trigger walks every tracked
     object in the process (0.2-0.9 s with transformers loaded). Which build
     pays for it depends on everything allocated before it, so it is
-    reported apart; how often an engine's builds trigger one follows from
-    the tracked objects each leaves alive (``tracked_objects``)."""
+    reported apart. A build that runs more young collections (more net
+    allocations of tracked objects while it runs) brings one closer; the
+    objects it leaves alive (``tracked_objects``) are what every later one
+    walks."""
 
     def __init__(self) -> None:
         self.active = False
         self.total_s = 0.0
+        self.count = 0
         self._started = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -72,6 +76,7 @@ class CollectionTimer:
             self._started = time.perf_counter()
         else:
             self.total_s += time.perf_counter() - self._started
+            self.count += 1
 
 
 # Counting the tracked objects each build leaves alive walks the whole heap
@@ -135,7 +140,7 @@ def capture_compiles() -> Iterator[CompileCapture]:
         if COUNT_TRACKED_OBJECTS:
             gc.collect()
             tracked_before = len(gc.get_objects())
-        collections.total_s = 0.0
+        collections.total_s, collections.count = 0.0, 0
         collections.active = True
         start, start_cpu = time.perf_counter(), time.thread_time()
         try:
@@ -144,7 +149,7 @@ def capture_compiles() -> Iterator[CompileCapture]:
             record.init_s = time.perf_counter() - start
             record.init_cpu_s = time.thread_time() - start_cpu
             collections.active = False
-            record.full_gc_s = collections.total_s
+            record.full_gc_s, record.full_gcs = collections.total_s, collections.count
             if COUNT_TRACKED_OBJECTS:
                 gc.collect()
                 record.tracked_objects = len(gc.get_objects()) - tracked_before

@@ -156,7 +156,6 @@ void install_relation(
   root->register_relation(state);
 }
 
-
 }  // namespace
 }  // namespace dynamo_guards
 

@@ -26,7 +26,6 @@ namespace py = pybind11;
 
 class CodeParts {
  public:
-  CodeParts() : parts_(py::tuple()) {}
   // `parts`: any iterable, as torch's guards take it (a str becomes its
   // characters); anything else raises TypeError.
   explicit CodeParts(const py::handle& parts);
