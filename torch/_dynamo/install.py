@@ -97,6 +97,39 @@ _ENGINE_CONFIG: dict[str, Any] = {
     "use_lamba_guard_for_object_aliasing": False,
 }
 
+_stock_sort_key = torch._guards.Guard.sort_key
+
+
+def _guard_order_key(guard: Any) -> str:
+    """``Guard.sort_key`` while the engine builds: the same order as torch's
+    key ``(is_duplicate_input, source value or -1, len(name), name, first
+    line of the create function)``, as one str. torch sorts a frame's guards
+    by that key before building them, and every key is alive until the sort
+    ends: as tuples that is one object per guard for the cyclic collector
+    to count (tens of thousands on a large model, a young collection every
+    700); a str is not tracked. The fields before the name have fixed
+    widths, so two keys reach the names only when those fields are equal,
+    names of equal length included, and str comparison then orders them as
+    the tuple would. The create function's first line is looked up once
+    per function (reading ``__code__`` raises an audit event every time)."""
+    create_fn = guard.inner_create_fn()
+    first_line = _create_fn_first_lines.get(create_fn)
+    if first_line is None:
+        first_line = _create_fn_first_lines[create_fn] = create_fn.__code__.co_firstlineno
+    is_duplicate_input = (
+        isinstance(guard.create_fn, functools.partial)
+        and guard.create_fn.func is stock_guards.GuardBuilder.DUPLICATE_INPUT
+    )
+    source = guard.source
+    name = guard.name
+    source_rank = source.value + 1 if source else 0
+    return f"{is_duplicate_input:d}{source_rank:08x}{len(name):08x}{name}{first_line:08x}"
+
+
+# First lines of the create functions seen in the current build, emptied
+# after it (a create function may be a closure: nothing outlives the build).
+_create_fn_first_lines: dict[Any, int] = {}
+
 _original_init: Callable[..., None] | None = None
 
 
@@ -110,11 +143,14 @@ def _engine_names_in_torch() -> Iterator[None]:
     for name, value in _ENGINE_BUILDER_METHODS.items():
         setattr(builder, name, value)
     torch._guards.Guard.create = _create_guard  # type: ignore[method-assign]
+    torch._guards.Guard.sort_key = _guard_order_key  # type: ignore[method-assign,assignment]
     torch.utils._traceback.shorten_filename = _shorten_filename
     try:
         yield
     finally:
         torch._guards.Guard.create = _stock_guard_create  # type: ignore[method-assign]
+        torch._guards.Guard.sort_key = _stock_sort_key  # type: ignore[method-assign]
+        _create_fn_first_lines.clear()
         torch.utils._traceback.shorten_filename = _stock_shorten_filename
         for name, value in saved_names.items():
             setattr(stock_guards, name, value)

@@ -191,15 +191,22 @@ def CLASS_ATTR_LOOKUP(builder: Any, guard: Any, *, name: str) -> None:
     )
 
 
-def CALL_IMPL_NOT_ON_INSTANCE(builder: Any, guard: Any) -> None:
-    """Guard create function: ``guard.name`` (a module) has no
-    ``_call_impl`` in its instance __dict__, which torch's call of a module
-    tests without a guard. torch's own NOT_PRESENT_IN_GENERIC_DICT builds
-    it; being the engine's function marks the guard as the trace hooks'
-    (fallback.py drops those for a stock build)."""
+def NN_MODULE_CALL_PATH(builder: Any, guard: Any, *, call_impl_on_instance: bool) -> None:
+    """Guard create function for torch's call of a module (``guard.name``),
+    which decides without a guard that ``type(module).__call__`` and
+    ``module._call_impl`` are nn.Module's own: the class still answers
+    ``__call__`` and ``_call_impl`` with the objects the trace found
+    (CLASS_ATTR_MATCH, by identity) and, when the trace found no
+    ``_call_impl`` in the instance __dict__, there still is none (torch's
+    NOT_PRESENT_IN_GENERIC_DICT). One guard per call rather than three: a
+    large model calls a thousand modules, and every guard the trace records
+    is an object the build sorts and visits."""
     from torch._dynamo.guards import GuardBuilder
 
-    GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT(builder, guard, attr="_call_impl")
+    for name in ("__call__", "_call_impl"):
+        CLASS_ATTR_MATCH(builder, guard, name=name, inlined=False)
+    if not call_impl_on_instance:
+        GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT(builder, guard, attr="_call_impl")
 
 
 def falls_through_to_getattr(value: Any, name: str) -> bool:

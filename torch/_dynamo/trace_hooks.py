@@ -33,10 +33,10 @@ and ``module._call_impl`` with nn.Module's own and, when they are and the
 module has no hooks, takes ``type(module).forward`` straight from the class,
 checking without a guard that the global module hook dicts are empty;
 otherwise it inlines ``type(module).__call__``. Neither read is guarded.
-While the fork is installed that call also installs CLASS_ATTR_MATCH on
-``__call__`` and ``_call_impl`` (a class patched after compiling; identity
-is what torch compared), a guard that the instance __dict__ holds no
-``_call_impl`` (an instance patched after compiling),
+While the fork is installed that call also installs NN_MODULE_CALL_PATH:
+CLASS_ATTR_MATCH on ``__call__`` and ``_call_impl`` (a class patched after
+compiling; identity is what torch compared) and a guard that the instance
+__dict__ holds no ``_call_impl`` (an instance patched after compiling),
 EMPTY_NN_MODULE_HOOKS_DICT on each empty global hook dict (a global hook
 registered after compiling), and CLASS_ATTR_MATCH plus FUNCTION_CODE_MATCH
 on the class attribute torch inlines (``forward`` or ``__call__``, the name
@@ -56,13 +56,13 @@ from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
 from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
 
 from dynamo_guards.nn_module_attributes import (
-    CALL_IMPL_NOT_ON_INSTANCE,
     CLASS_ATTR_LOOKUP,
     CLASS_ATTR_MATCH,
     falls_through_to_getattr,
     GETATTR_FALLTHROUGH,
     MODULE_DICTS,
     NN_MODULE_ATTR_RESOLUTION,
+    NN_MODULE_CALL_PATH,
 )
 
 _original_manual_getattr: Callable[..., Any] | None = None
@@ -80,6 +80,14 @@ GLOBAL_MODULE_HOOK_DICTS = (
     "_global_forward_hooks",
     "_global_forward_pre_hooks",
 )
+
+
+# NN_MODULE_CALL_PATH's create functions, by whether the instance __dict__
+# held a ``_call_impl`` when the trace called the module (shared objects:
+# a guard's hash includes its create function's identity).
+NN_MODULE_CALL_PATHS = {
+    on_instance: functools.partial(NN_MODULE_CALL_PATH, call_impl_on_instance=on_instance) for on_instance in (False, True)
+}
 
 
 def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
@@ -135,10 +143,8 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
     assert _original_module_call is not None
     if self.source is not None:
         instance_dict = getattr(self.value, "__dict__", None)
-        for name in ("__call__", "_call_impl"):
-            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name, inlined=False)))
-        if isinstance(instance_dict, dict) and "_call_impl" not in instance_dict:
-            install_guard(self.source.make_guard(CALL_IMPL_NOT_ON_INSTANCE))
+        on_instance = not isinstance(instance_dict, dict) or "_call_impl" in instance_dict
+        install_guard(self.source.make_guard(NN_MODULE_CALL_PATHS[on_instance]))
         empty = [name for name in GLOBAL_MODULE_HOOK_DICTS if not getattr(module_py, name)]
         if empty:
             module_source = tx.import_source(module_py.__name__)

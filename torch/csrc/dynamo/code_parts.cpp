@@ -15,9 +15,23 @@ bool holds_only_exact_strs(PyObject* tuple) {
   return true;
 }
 
+// The only item of `parts` when it is a one-item list or tuple holding an
+// exact str (borrowed), else nullptr.
+PyObject* lone_exact_str(PyObject* parts) {
+  if ((PyList_CheckExact(parts) && PyList_GET_SIZE(parts) == 1) || (PyTuple_CheckExact(parts) && PyTuple_GET_SIZE(parts) == 1)) {
+    PyObject* item = PySequence_Fast_GET_ITEM(parts, 0);
+    return PyUnicode_CheckExact(item) ? item : nullptr;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 CodeParts::CodeParts(const py::handle& parts) {
+  if (PyObject* only = lone_exact_str(parts.ptr())) {
+    parts_ = py::reinterpret_borrow<py::object>(only);
+    return;
+  }
   PyObject* tuple = PySequence_Tuple(parts.ptr());  // new reference
   if (tuple == nullptr) {
     PyErr_Clear();
@@ -26,10 +40,15 @@ CodeParts::CodeParts(const py::handle& parts) {
   if (holds_only_exact_strs(tuple)) {
     PyObject_GC_UnTrack(tuple);  // see the header: no cycle can pass through it
   }
-  parts_ = py::reinterpret_steal<py::tuple>(tuple);
+  parts_ = py::reinterpret_steal<py::object>(tuple);
 }
 
 py::list CodeParts::as_list() const {
+  if (PyUnicode_CheckExact(parts_.ptr())) {
+    py::list list(1);
+    list[0] = parts_;
+    return list;
+  }
   PyObject* list = PySequence_List(parts_.ptr());  // new reference
   if (list == nullptr) {
     throw py::error_already_set();
