@@ -7,7 +7,10 @@ round by round, and reports per engine the medians of
 ``CheckFunctionManager.__init__`` (all frames of one compile summed): wall
 time, thread CPU time, wall time less the full garbage collections that
 fell inside the build and how many such collections there were, with each
-engine's ratio to stock. ``--count-tracked`` adds the net change in the
+engine's ratio to stock, and the median number of collections of any
+generation that started during a build (each young one comes after about
+700 net allocations of tracked objects, and every tenth or so brings a full
+one closer). ``--count-tracked`` adds the net change in the
 objects the collector tracks across each build (what every later full
 collection walks); counting collects before and after every build, so no
 full collection then falls inside one, and that run's times leave them out.
@@ -33,6 +36,7 @@ class BuildSample:
     cpu_ms: float
     full_gc_ms: float
     full_gcs: int
+    collections: int
     tracked_objects: int
 
 
@@ -49,6 +53,7 @@ def build_samples(spec: ModelSpec, rounds: int) -> dict[str, list[BuildSample]]:
                         cpu_ms=1e3 * sum(b.init_cpu_s for b in builds),
                         full_gc_ms=1e3 * sum(b.full_gc_s for b in builds),
                         full_gcs=sum(b.full_gcs for b in builds),
+                        collections=sum(b.collections for b in builds),
                         tracked_objects=sum(b.tracked_objects for b in builds),
                     )
                 )
@@ -59,6 +64,7 @@ TIME_COLUMNS = (
     ("wall ms", lambda s: s.wall_ms),
     ("cpu ms", lambda s: s.cpu_ms),
     ("less full gc ms", lambda s: s.wall_ms - s.full_gc_ms),
+    ("collections", lambda s: s.collections),
 )
 TRACKED_COLUMN = ("tracked left", lambda s: s.tracked_objects)
 

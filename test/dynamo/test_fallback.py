@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import importlib
 import logging
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -197,6 +198,34 @@ class FallbackTests(TestCase):
         self.assertEqual(dynamo_guards.fallback_count(), 3)
         dynamo_guards.reset_fallback_counts()
         self.assertEqual(dynamo_guards.fallback_counts(), {})
+
+
+class SnapshotTests(TestCase):
+    """FrameSnapshot on guards a build has already written to (a guard built
+    once before, e.g. shared with an earlier frame) and on unbuilt ones."""
+
+    def test_restore_undoes_export_info_written_over_earlier_export_info(self):
+        from torch._dynamo.guards import GuardBuilder
+        from torch._dynamo.source import LocalSource
+        from torch._guards import Guard, GuardsSet
+
+        fallback = importlib.import_module("dynamo_guards.fallback")
+        built_before, unbuilt = Guard(LocalSource("x"), GuardBuilder.TYPE_MATCH), Guard(LocalSource("y"), GuardBuilder.ID_MATCH)
+        built_before.set_export_info("TYPE_MATCH", None, ["first"], None)
+        guards = GuardsSet()
+        guards.add(built_before)
+        guards.add(unbuilt)
+        snapshot = fallback.FrameSnapshot.take(SimpleNamespace(), SimpleNamespace(guards=guards))
+        self.assertEqual(list(snapshot.built_guard_states), [0])
+        for guard in (built_before, unbuilt):  # what a failed build writes
+            guard.set_export_info("ID_MATCH", None, ["second"], None)
+            guard._unserializable = True
+        snapshot.restore()
+        self.assertEqual((built_before.guard_types, built_before.code_list), (["TYPE_MATCH"], ["first"]))
+        self.assertEqual((unbuilt.guard_types, unbuilt.code_list, unbuilt._unserializable), (None, None, False))
+        built_before.set_export_info("ID_MATCH", None, ["third"], None)  # lists written in place after a restore
+        snapshot.restore()
+        self.assertEqual((built_before.guard_types, built_before.code_list), (["TYPE_MATCH"], ["first"]))
 
 
 class UserErrorTests(TestCase):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import operator
 from typing import Any
 
 import torch._guards
@@ -105,26 +106,41 @@ def drop_engine_guards(output_graph: Any) -> None:
         guards.track_guard_by_source(guard)
 
 
-# Guard fields torch's builder writes; the rest (source, create function)
-# identify the guard.
-_GUARD_STATE_FIELDS = tuple(
-    f.name for f in dataclasses.fields(torch._guards.Guard) if f.name not in ("originating_source", "create_fn")
+# The Guard fields torch 2.13's builder writes (``Guard.set_export_info``,
+# ``_unserializable``), with the value a guard has before any build. The
+# others are fixed before the build: source and create function, the stacks
+# GuardsSet.add records, and ``_hash``, a cache of a hash of those.
+_BUILD_WRITTEN_FIELDS: tuple[str, ...] = ("guard_types", "code_list", "obj_weakref", "guarded_class_weakref", "_unserializable")
+_build_written_state = operator.attrgetter(*_BUILD_WRITTEN_FIELDS)
+_UNBUILT_STATE: tuple[Any, ...] = tuple(
+    f.default for f in dataclasses.fields(torch._guards.Guard) if f.name in _BUILD_WRITTEN_FIELDS
 )
+assert len(_UNBUILT_STATE) == len(_BUILD_WRITTEN_FIELDS), "torch's Guard fields changed"
 
 
 def _copied(value: Any) -> Any:
     return list(value) if isinstance(value, list) else value
 
 
+def _set_build_written_state(guard: torch._guards.Guard, state: tuple[Any, ...]) -> None:
+    for name, value in zip(_BUILD_WRITTEN_FIELDS, state):
+        setattr(guard, name, _copied(value))
+
+
 @dataclasses.dataclass
 class FrameSnapshot:
-    """What a guard build may change outside its own result."""
+    """What a guard build may change outside its own result.
+
+    A frame's guards are normally unbuilt (every written field at its
+    default): only the others are recorded, so a snapshot of a large frame
+    allocates next to nothing (a tuple per guard would be tens of thousands
+    of objects for the garbage collector to count during the build)."""
 
     manager: Any
     manager_state: dict[str, Any]
     guards: Any
     guard_list: list[torch._guards.Guard]
-    guard_states: list[dict[str, Any]]
+    built_guard_states: dict[int, tuple[Any, ...]]  # index in guard_list -> written fields, copied
     shape_env: Any
     shape_env_frozen: bool | None
     compile_context: Any
@@ -134,6 +150,11 @@ class FrameSnapshot:
     def take(cls, manager: Any, output_graph: Any) -> FrameSnapshot:
         guards = output_graph.guards
         guard_list = list(guards)
+        built: dict[int, tuple[Any, ...]] = {}
+        for i, guard in enumerate(guard_list):
+            state = _build_written_state(guard)
+            if not all(map(operator.is_, state, _UNBUILT_STATE)):
+                built[i] = tuple(_copied(value) for value in state)
         shape_env = getattr(output_graph, "shape_env", None)
         compile_context = torch._guards.CompileContext.try_get()
         return cls(
@@ -141,7 +162,7 @@ class FrameSnapshot:
             manager_state=dict(vars(manager)),
             guards=guards,
             guard_list=guard_list,
-            guard_states=[{name: _copied(getattr(g, name)) for name in _GUARD_STATE_FIELDS} for g in guard_list],
+            built_guard_states=built,
             shape_env=shape_env,
             shape_env_frozen=getattr(shape_env, "frozen", None),
             compile_context=compile_context,
@@ -151,9 +172,8 @@ class FrameSnapshot:
     def restore(self) -> None:
         vars(self.manager).clear()
         vars(self.manager).update(self.manager_state)
-        for guard, state in zip(self.guard_list, self.guard_states):
-            for name, value in state.items():
-                setattr(guard, name, _copied(value))
+        for i, guard in enumerate(self.guard_list):
+            _set_build_written_state(guard, self.built_guard_states.get(i, _UNBUILT_STATE))
         current = list(self.guards)
         if len(current) != len(self.guard_list) or any(a is not b for a, b in zip(current, self.guard_list)):
             self.guards.clear()

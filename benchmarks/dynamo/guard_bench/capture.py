@@ -47,6 +47,7 @@ class BuildRecord:
     init_cpu_s: float = 0.0  # thread CPU time of the same span
     full_gc_s: float = 0.0  # of init_s, spent in full (oldest-generation) collections
     full_gcs: int = 0  # how many of them
+    collections: int = 0  # collections of any generation that started during the build
     tracked_objects: int = 0  # net change in the objects the collector tracks, across the build
 
 
@@ -67,10 +68,15 @@ class CollectionTimer:
         self.active = False
         self.total_s = 0.0
         self.count = 0
+        self.any_generation = 0
         self._started = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if not self.active or info.get("generation") != OLDEST_GENERATION:
+        if not self.active:
+            return
+        if phase == "start":
+            self.any_generation += 1
+        if info.get("generation") != OLDEST_GENERATION:
             return
         if phase == "start":
             self._started = time.perf_counter()
@@ -140,7 +146,7 @@ def capture_compiles() -> Iterator[CompileCapture]:
         if COUNT_TRACKED_OBJECTS:
             gc.collect()
             tracked_before = len(gc.get_objects())
-        collections.total_s, collections.count = 0.0, 0
+        collections.total_s, collections.count, collections.any_generation = 0.0, 0, 0
         collections.active = True
         start, start_cpu = time.perf_counter(), time.thread_time()
         try:
@@ -150,6 +156,7 @@ def capture_compiles() -> Iterator[CompileCapture]:
             record.init_cpu_s = time.thread_time() - start_cpu
             collections.active = False
             record.full_gc_s, record.full_gcs = collections.total_s, collections.count
+            record.collections = collections.any_generation
             if COUNT_TRACKED_OBJECTS:
                 gc.collect()
                 record.tracked_objects = len(gc.get_objects()) - tracked_before
