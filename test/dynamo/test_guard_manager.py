@@ -10,6 +10,7 @@ import re
 import types
 import weakref
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch._dynamo.guards import GuardManagerType
@@ -1461,6 +1462,16 @@ class GlobalStateTests(TestCase):
         yield "deterministic", lambda: DeterministicAlgorithms()
         yield "threads", lambda: NumThreads(torch.get_num_threads() + 1)
         yield "default dtype", lambda: DefaultDtype(torch.float64)
+        yield "tf32 matmul", lambda: BackendFlag(torch.backends.cuda.matmul, "allow_tf32")
+        yield "fp16 reduction", lambda: BackendFlag(torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction")
+        yield "bf16 reduction", lambda: BackendFlag(torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction")
+
+    def assert_agrees_with_torch_on_every_change(self, guard, initial):
+        for name, change in self.changes():
+            with self.subTest(name), change():
+                self.assertEqual(guard(None), initial.check(), name)
+                self.assertFalse(guard(None), name)
+            self.assertTrue(guard(None), f"restored after {name}")
 
     def test_global_state_agrees_with_torch(self):
         initial = torch._C._dynamo.guards.GlobalStateGuard()
@@ -1469,11 +1480,40 @@ class GlobalStateTests(TestCase):
         (guard,) = root.get_leaf_guards()
         self.assertTrue(guard.is_native())
         self.assertTrue(guard(None))
-        for name, change in self.changes():
-            with self.subTest(name), change():
-                self.assertEqual(guard(None), initial.check(), name)
-                self.assertFalse(guard(None), name)
-            self.assertTrue(guard(None), f"restored after {name}")
+        self.assert_agrees_with_torch_on_every_change(guard, initial)
+
+    def test_global_state_built_inside_disable_torch_function_goes_native_at_first_pass(self):
+        # torch builds a frame's guards inside DisableTorchFunction: the
+        # state then differs from the initial one in that flag only.
+        initial = torch._C._dynamo.guards.GlobalStateGuard()
+        root = guards.RootGuardManager()
+        with torch._C.DisableTorchFunction():
+            root.add_global_state_guard(initial, ["___check_global_state()"], None)
+            (guard,) = root.get_leaf_guards()
+            self.assertFalse(guard.is_native())
+            self.assertFalse(guard(None))  # torch's check, failing: still not native
+            self.assertFalse(guard.is_native())
+        self.assertTrue(guard(None))
+        self.assertTrue(guard.is_native())
+        self.assert_agrees_with_torch_on_every_change(guard, initial)
+
+    def test_compiled_frame_global_state_is_native_after_one_call(self):
+        seen = []
+        previous = torch._dynamo.guards.guard_manager_testing_hook_fn
+        torch._dynamo.guards.guard_manager_testing_hook_fn = lambda wrapper, f_locals, builder: seen.append(wrapper)
+        torch._dynamo.reset()
+        try:
+            with dynamo_guards.enabled():
+                compiled = torch.compile(lambda x: x + 1, backend="eager")
+                compiled(torch.ones(2))
+                compiled(torch.ones(2))
+        finally:
+            torch._dynamo.guards.guard_manager_testing_hook_fn = previous
+        (wrapper,) = seen
+        (guard,) = [g for g in wrapper.fork_root.get_leaf_guards() if g.kind() == "GLOBAL_STATE"]
+        self.assertTrue(guard.is_native())
+        with torch.set_grad_enabled(not torch.is_grad_enabled()):
+            self.assertFalse(wrapper.fork_root.check({"x": torch.ones(2)}))
 
     def test_global_state_failure_text_is_torchs(self):
         root = guards.RootGuardManager()
@@ -1514,6 +1554,20 @@ class NumThreads:
 
     def __exit__(self, *exc):
         torch.set_num_threads(self.previous)
+
+
+class BackendFlag:
+    """Flips a boolean flag of a torch.backends module for the block."""
+
+    def __init__(self, owner: Any, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __enter__(self):
+        self.previous = getattr(self.owner, self.name)
+        setattr(self.owner, self.name, not self.previous)
+
+    def __exit__(self, *exc):
+        setattr(self.owner, self.name, self.previous)
 
 
 class DefaultDtype:

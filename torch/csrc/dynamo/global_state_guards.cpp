@@ -63,15 +63,30 @@ GLOBAL_STATE::GLOBAL_STATE(py::object initial_state, py::object parts, py::objec
   if (!py::hasattr(initial_state_, "check") || !py::hasattr(initial_state_, "reason")) {
     throw py::type_error("add_global_state_guard needs torch's GlobalStateGuard");
   }
-  if (!initial_state_.attr("check")().cast<bool>()) {
-    return;  // the state already differs from torch's snapshot: defer to torch
+  if (initial_state_.attr("check")().cast<bool>()) {
+    adopt_current_state();
   }
+}
+
+void GLOBAL_STATE::adopt_current_state() {
+  snapshot_pending_ = false;
   try {
     snapshot_ = GlobalStateSnapshot::capture();
     native_ = true;
   } catch (const std::exception&) {
     native_ = false;
   }
+}
+
+bool GLOBAL_STATE::torch_check() const {
+  PyObject* ok = PyObject_CallMethod(initial_state_.ptr(), "check", nullptr);  // new reference
+  if (ok == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool result = ok == Py_True;
+  Py_DECREF(ok);
+  return result;
 }
 
 bool GLOBAL_STATE::check(PyObject* /*value*/) {
@@ -82,14 +97,11 @@ bool GLOBAL_STATE::check(PyObject* /*value*/) {
       return false;
     }
   }
-  PyObject* ok = PyObject_CallMethod(initial_state_.ptr(), "check", nullptr);
-  if (ok == nullptr) {
-    PyErr_Clear();
-    return false;
+  bool ok = torch_check();
+  if (ok && snapshot_pending_) {
+    adopt_current_state();
   }
-  bool result = ok == Py_True;
-  Py_DECREF(ok);
-  return result;
+  return ok;
 }
 
 void GLOBAL_STATE::explain_failure(PyObject* value, CheckContext& ctx) {

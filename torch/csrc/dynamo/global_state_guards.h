@@ -34,9 +34,19 @@ struct GlobalStateSnapshot {
   bool operator==(const GlobalStateSnapshot& other) const;
 };
 
-// Native when the state at build time equals torch's captured initial state
-// (so the two snapshots agree field by field); otherwise, or when a field
-// cannot be read natively, torch's own GlobalStateGuard.check() is called.
+// Native once the state has been seen equal to torch's captured initial
+// state: at build time, or else at the first check torch's own
+// GlobalStateGuard.check() passes. torch builds a frame's guards inside
+// DisableTorchFunction, so for a compiled frame the state at build time
+// differs from the initial state in its torch function flag, and the
+// snapshot is taken at the first passing check instead.
+//
+// Soundness: the snapshot holds exactly the fields torch's check compares
+// (GlobalStateTests checks agreement on a change of each). It is taken at a
+// moment torch's check passed, so at that moment it equals torch's initial
+// state field by field, and comparing the current state with it decides as
+// torch's check does from then on. Until then, or when a field cannot be
+// read natively, torch's check is called on every check.
 // The failure text is torch's: "GLOBAL_STATE changed: <reason>".
 class GLOBAL_STATE : public LeafGuard {
  public:
@@ -47,8 +57,15 @@ class GLOBAL_STATE : public LeafGuard {
   bool is_native() const { return native_; }
 
  private:
+  // Takes the native snapshot of the current state, which the caller has
+  // just seen pass torch's check; a field that cannot be read natively
+  // leaves the guard on torch's check for good.
+  void adopt_current_state();
+  bool torch_check() const;
+
   py::object initial_state_;  // torch's GlobalStateGuard
   bool native_ = false;
+  bool snapshot_pending_ = true;  // native_ may still be switched on
   GlobalStateSnapshot snapshot_{};
 };
 
