@@ -228,6 +228,37 @@ class SnapshotTests(TestCase):
         self.assertEqual((built_before.guard_types, built_before.code_list), (["TYPE_MATCH"], ["first"]))
 
 
+    def test_a_build_writes_no_guard_field_outside_the_snapshot(self):
+        """FrameSnapshot records only the fields torch's builder writes; a
+        real build (the fork's, on a frame with tensors, a numpy array, a
+        dict subclass and a list) must leave every other field as it was."""
+        fallback = importlib.import_module("dynamo_guards.fallback")
+        others = [
+            f.name
+            for f in dataclasses.fields(torch._guards.Guard)
+            if f.name not in fallback._BUILD_WRITTEN_FIELDS and f.name != "_hash"  # _hash: a cache of fixed fields
+        ]
+        before: list[tuple[Any, list[Any]]] = []
+        dynamo_guards.install()
+        engine_init = torch._dynamo.guards.CheckFunctionManager.__init__
+
+        def recording_init(self: Any, f_code: Any, output_graph: Any = None, *args: Any, **kwargs: Any) -> None:
+            before.extend((g, [getattr(g, name) for name in others]) for g in output_graph.guards)
+            engine_init(self, f_code, output_graph, *args, **kwargs)
+
+        try:
+            with replaced(torch._dynamo.guards.CheckFunctionManager, "__init__", recording_init):
+                built = compile_frame()
+        finally:
+            dynamo_guards.uninstall()
+            torch._dynamo.reset()
+        self.assertIs(built.wrapper_type, ForkGuardManagerWrapper)
+        self.assertTrue(before)
+        for guard, values in before:
+            for name, value in zip(others, values):
+                self.assertIs(getattr(guard, name), value, f"{guard.name}: {name}")
+
+
 class UserErrorTests(TestCase):
     """An error torch raises to the user while building guards is raised
     once, unchanged: no stock rebuild, no fallback, no log line."""

@@ -52,4 +52,17 @@ inline void discard_python_error() {
   }
 }
 
+// The verdict of a Python call that answers a guard (`result`: its new
+// reference, or null when it raised): only the True singleton passes; an
+// error is discarded, as above.
+inline bool call_returned_true(PyObject* result) {
+  if (result == nullptr) {
+    discard_python_error();
+    return false;
+  }
+  bool passed = result == Py_True;
+  Py_DECREF(result);
+  return passed;
+}
+
 }  // namespace dynamo_guards

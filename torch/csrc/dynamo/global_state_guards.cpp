@@ -79,14 +79,7 @@ void GLOBAL_STATE::adopt_current_state() {
 }
 
 bool GLOBAL_STATE::torch_check() const {
-  PyObject* ok = PyObject_CallMethod(initial_state_.ptr(), "check", nullptr);  // new reference
-  if (ok == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
-  bool result = ok == Py_True;
-  Py_DECREF(ok);
-  return result;
+  return call_returned_true(PyObject_CallMethod(initial_state_.ptr(), "check", nullptr));
 }
 
 bool GLOBAL_STATE::check(PyObject* /*value*/) {

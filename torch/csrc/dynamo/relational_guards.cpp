@@ -82,14 +82,7 @@ bool StorageOverlapping::holds() {
   for (const OwnedRef& slot : slots_) {
     tensors.append(py::handle(slot.get()));
   }
-  PyObject* result = PyObject_CallOneArg(predicate_.ptr(), tensors.ptr());
-  if (result == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
-  bool ok = result == Py_True;
-  Py_DECREF(result);
-  return ok;
+  return call_returned_true(PyObject_CallOneArg(predicate_.ptr(), tensors.ptr()));
 }
 
 SymbolicShapeGuard::SymbolicShapeGuard(
