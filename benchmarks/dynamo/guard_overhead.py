@@ -258,7 +258,17 @@ def callgrind_child(spec: ModelSpec, calls: int, directory: str) -> int:
         with engine_session(engine, spec, model, inputs) as session:
             with grad_mode(spec):
                 problems = frame_problems(engine, session.first_frames)
-        runs[engine] = EngineRun(engine, session.first_frames, 0.0, 0.0, {}, {}, problems, session.keepalive)
+        runs[engine] = EngineRun(
+            engine=engine,
+            frames=session.first_frames,
+            build_init_s=0.0,
+            build_guards_s=0.0,
+            tree={},
+            end_to_end={},
+            problems=problems,
+            keepalive=session.keepalive,
+            fallbacks=session.fallbacks,
+        )
         for line in session_problems(session, "") + problems:
             print(f"  ! {engine}: {line}", flush=True)
     checks = engine_checks(runs)

@@ -1126,6 +1126,159 @@ class SubtreeMemoTests(TestCase):
         cls.method.__code__ = original
         self.assertTrue(root.check({"m": obj}))
 
+    def function_code_tree(self, obj: Holder, extra=None) -> tuple[guards.RootGuardManager, object]:
+        """``obj.fn`` (from the instance __dict__) with an ID_MATCH on its
+        __code__, as the builder guards a function the trace inlined."""
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        fn = d.dict_getitem_manager("fn", "L['m'].fn", obj.fn, PLAIN)
+        code = fn.code_manager("L['m'].fn.__code__", obj.fn.__code__, PLAIN)
+        code.add_id_match_guard(id(obj.fn.__code__), ["L['m'].fn.__code__ is code"], None)
+        if extra is not None:
+            extra(code)
+        root.finalize()
+        return root, m
+
+    def test_memo_function_code_replaced(self):
+        obj = self.fresh()
+        obj.fn = lambda: 1
+        root, m = self.function_code_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        kinds = m.memo_log_kinds()
+        self.assertEqual(kinds.get("FieldIdentity"), 1, "the code is compared in the function's field")
+        self.assertNotIn("Walk", kinds)
+        self.assertNotIn("Leaf", kinds)
+        self.assertTrue(root.check({"m": obj}))
+        original = obj.fn.__code__
+        obj.fn.__code__ = (lambda: 2).__code__
+        self.assertFalse(root.check({"m": obj}))
+        self.assertEqual(root.check_verbose({"m": obj}).verbose_code_parts, ["L['m'].fn.__code__ is code"])
+        obj.fn.__code__ = original
+        self.assertTrue(root.check({"m": obj}))
+
+    def test_memo_function_replaced_by_one_with_other_code(self):
+        obj = self.fresh()
+        obj.fn = lambda: 1
+        root, m = self.function_code_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        obj.fn = lambda: 2
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_function_code_guarded_beyond_identity_is_walked(self):
+        # A guard on what the code object holds, not only on which object it
+        # is: the field compare would not decide it, so the read is walked.
+        obj = self.fresh()
+        obj.fn = lambda: 1
+        root, m = self.function_code_tree(
+            obj,
+            lambda code: code.getattr_manager(
+                "co_name", "L['m'].fn.__code__.co_name", obj.fn.__code__.co_name, PLAIN
+            ).add_equals_match_guard(obj.fn.__code__.co_name, ["co_name"], None),
+        )
+        self.assertTrue(root.check({"m": obj}))
+        kinds = m.memo_log_kinds()
+        self.assertNotIn("FieldIdentity", kinds)
+        self.assertEqual(kinds.get("Walk"), 1)
+        self.assertTrue(root.check({"m": obj}))
+        obj.fn.__code__ = (lambda: 2).__code__
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_bound_method_code_replaced(self):
+        # A bound method's function is the method's field, not one the log
+        # compares: the read is walked, and a code swap still fails.
+        class WithMethod:
+            def method(self) -> int:
+                return 1
+
+        obj = self.fresh()
+        obj.fn = WithMethod().method
+        root, m = self.function_code_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertNotIn("FieldIdentity", m.memo_log_kinds())
+        self.assertTrue(root.check({"m": obj}))
+        original = WithMethod.method.__code__
+        WithMethod.method.__code__ = (lambda self: 2).__code__
+        try:
+            self.assertFalse(root.check({"m": obj}))
+        finally:
+            WithMethod.method.__code__ = original
+        self.assertTrue(root.check({"m": obj}))
+
+    def type_tree(self, obj: Holder) -> tuple[guards.RootGuardManager, object]:
+        """What the builder makes when the trace reads ``type(obj)``: an
+        entry of the class's own dict and a base in its MRO."""
+        cls = type(obj)
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        t = m.type_manager("type(L['m'])", cls, PLAIN)
+        d = t.type_dict_manager("type(L['m']).__dict__", cls.__dict__, PLAIN)
+        d.dict_getitem_manager("attr", "type(L['m']).attr", cls.__dict__["attr"], PLAIN).add_equals_match_guard(
+            1, ["type(L['m']).attr == 1"], None
+        )
+        mro = t.type_mro_manager("type(L['m']).__mro__", cls.__mro__, PLAIN)
+        mro.tuple_getitem_manager(1, "type(L['m']).__mro__[1]", cls.__mro__[1], PLAIN).add_id_match_guard(
+            id(cls.__mro__[1]), ["type(L['m']).__mro__[1] is Base"], None
+        )
+        mro.tuple_getitem_manager(2, "type(L['m']).__mro__[2]", cls.__mro__[2], PLAIN).add_id_match_guard(
+            id(cls.__mro__[2]), ["type(L['m']).__mro__[2] is Holder"], None
+        )
+        root.finalize()
+        return root, m
+
+    def typed_holder(self) -> Holder:
+        base = type("Base", (Holder,), {})
+        cls = type("Cls", (base,), {"attr": 1})
+        return cls(flag=True, count=3)
+
+    def test_memo_type_read_is_pinned(self):
+        obj = self.typed_holder()
+        root, m = self.type_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertNotIn("Walk", m.memo_log_kinds(), "type(), its dict and its MRO are pinned by the class")
+        self.assertTrue(root.check({"m": obj}))
+
+    def test_memo_type_read_class_swapped(self):
+        obj = self.typed_holder()
+        root, m = self.type_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        obj.__class__ = type("Other", (type(obj).__mro__[1],), {"attr": 1})
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_type_dict_entry_replaced(self):
+        obj = self.typed_holder()
+        root, m = self.type_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        type(obj).attr = 2
+        self.assertFalse(root.check({"m": obj}))
+        type(obj).attr = 1
+        self.assertTrue(root.check({"m": obj}))
+
+    def test_memo_type_mro_bases_reassigned(self):
+        obj = self.typed_holder()
+        root, m = self.type_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        type(obj).__bases__ = (type("OtherBase", (Holder,), {}),)
+        self.assertFalse(root.check({"m": obj}))
+        self.assertEqual(root.check_verbose({"m": obj}).verbose_code_parts, ["type(L['m']).__mro__[1] is Base"])
+
+    def test_memo_type_mro_of_a_base_reassigned(self):
+        # __bases__ assigned on a base computes every subclass's MRO again:
+        # Holder moves from __mro__[2] to __mro__[3].
+        obj = self.typed_holder()
+        root, m = self.type_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertTrue(root.check({"m": obj}))
+        type(obj).__mro__[1].__bases__ = (type("Mixin", (Holder,), {}),)
+        self.assertFalse(root.check({"m": obj}))
+        self.assertEqual(root.check_verbose({"m": obj}).verbose_code_parts, ["type(L['m']).__mro__[2] is Holder"])
+
     def test_memo_shadowed_class_attribute_replaced(self):
         cls = type("Shadowing", (Holder,), {"count": 1})
         obj = cls(flag=True, count=3)

@@ -129,6 +129,21 @@ PyObject* CodeGuardAccessor::access(PyObject* parent) {
   return fn == nullptr ? nullptr : Py_NewRef(PyFunction_GET_CODE(fn));
 }
 
+// A function's code is its func_code field, which `f.__code__ = c` replaces
+// in place; an exact function (a builtin type, which refuses __class__
+// assignment) has that field at one offset. Once the log has validated the
+// function, comparing the field with the code object's address is what a
+// subtree that decides by address alone (an ID_MATCH on the code) decides:
+// the field holds a reference, so the object at that address is alive, and
+// the walk would compare the same address. A bound method's function is
+// not the parent's own field: that read is walked.
+bool CodeGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  if (!PyFunction_Check(parent) || !child_->decides_by_identity()) {
+    return false;
+  }
+  return recorder.field_identity(parent, &reinterpret_cast<PyFunctionObject*>(parent)->func_code, child);
+}
+
 ClosureGuardAccessor::ClosureGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {}
 PyObject* ClosureGuardAccessor::access(PyObject* parent) {

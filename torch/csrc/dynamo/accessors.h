@@ -108,11 +108,59 @@ class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(IndexedGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(FuncDefaultsGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(FuncKwDefaultsGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(CodeGuardAccessor);
+class CodeGuardAccessor : public KeyedAccessor<CodeGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "CodeGuardAccessor";
+  CodeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
+};
 DYNAMO_GUARDS_ACCESSOR(ClosureGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(TypeGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(TypeDictGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(TypeMROGuardAccessor);
+// type(parent): pinned by the type's tag or watch (MemoRecorder::type_of).
+class TypeGuardAccessor : public KeyedAccessor<TypeGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "TypeGuardAccessor";
+  TypeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    return recorder.type_of(parent);
+  }
+};
+// A type's own dict: one object for the type's whole life (made when the
+// type is readied, for a static builtin type once per interpreter, and
+// cleared only when the type is torn down), so an anchored type pins which
+// dict it is; what the dict holds is pinned by the dict steps below it.
+class TypeDictGuardAccessor : public KeyedAccessor<TypeDictGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "TypeDictGuardAccessor";
+  TypeDictGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    if (!recorder.anchored(parent) || !PyType_Check(parent)) {
+      return false;
+    }
+    recorder.anchor(child);
+    return true;
+  }
+};
+// A type's __mro__ tuple is replaced only when the MRO is computed again
+// (__bases__ assigned on the type or on a base), which modifies the type
+// (PyType_Modified, for every subclass too): with the type's own tag pinned
+// or the type watched, the tuple is the one recorded, and a tuple never
+// changes.
+class TypeMROGuardAccessor : public KeyedAccessor<TypeMROGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "TypeMROGuardAccessor";
+  TypeMROGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    if (!recorder.anchored(parent) || !PyType_Check(parent) || !recorder.type_state_pinned(parent)) {
+      return false;
+    }
+    recorder.anchor(child);
+    return true;
+  }
+};
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(WeakRefCallGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(CallFunctionNoArgsGuardAccessor);
 DYNAMO_GUARDS_ACCESSOR(TupleIteratorGetItemAccessor);

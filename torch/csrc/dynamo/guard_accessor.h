@@ -48,6 +48,12 @@ class GuardAccessor {
   // version tags, immutable tuples). Returns false, recording nothing, when
   // it does not; the log then re-runs this accessor and its subtree.
   virtual bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) { return false; }
+  // For a SubtreeMemo, asked before record(): an accessor that reads a
+  // pointer field of `parent`, whose child subtree decides by the child's
+  // address alone (GuardManager::decides_by_identity), may log one step
+  // comparing that field with `child` and return true; the subtree then
+  // logs nothing. False, logging nothing, otherwise.
+  virtual bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) { return false; }
 
   // Reads the child value and evaluates its manager.
   bool check(PyObject* parent, CheckContext* ctx);
@@ -55,6 +61,11 @@ class GuardAccessor {
   bool matches(const char* kind, const py::object& key) const;
   const py::object& key() const { return key_; }
   GuardManager* child() const { return child_.get(); }
+  // Starts loading the first cache line of the child manager (its vtable
+  // and memo pointer, which check() reads first) so that a caller about to
+  // run this accessor does not wait on it. A prefetch never faults and
+  // changes no result.
+  void prefetch_child() const { __builtin_prefetch(child_.get()); }
 
  protected:
   // Cold: str() of the pending Python error, which it clears; the

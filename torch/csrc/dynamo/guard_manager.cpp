@@ -89,9 +89,22 @@ bool GuardManager::check_subtree(PyObject* value, CheckContext* ctx) {
   return check_leaves(value, ctx) && check_accessors(value, ctx);
 }
 
+// How many leaves or accessors ahead a walk starts loading the engine's own
+// objects: each is a separate allocation, cold in situ, and the next one's
+// address is known without reading the current one. A prefetch never faults
+// and changes no result.
+static constexpr size_t kWalkPrefetchDistance = 4;
+
 bool GuardManager::check_leaves(PyObject* value, CheckContext* ctx) {
-  for (const LeafGuardPtr& leaf : leaves_) {
-    if (!leaf->run(value, ctx)) {
+  const size_t n = leaves_.size();
+  for (size_t i = 0; i < n && i < kWalkPrefetchDistance; ++i) {
+    __builtin_prefetch(leaves_[i].get());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kWalkPrefetchDistance < n) {
+      __builtin_prefetch(leaves_[i + kWalkPrefetchDistance].get());
+    }
+    if (!leaves_[i]->run(value, ctx)) {
       fail_count_++;
       return false;
     }
@@ -100,7 +113,20 @@ bool GuardManager::check_leaves(PyObject* value, CheckContext* ctx) {
 }
 
 bool GuardManager::check_accessors(PyObject* value, CheckContext* ctx) {
-  for (const auto& accessor : accessors_) {
+  const size_t n = accessors_.size();
+  for (size_t i = 0; i < n && i < kWalkPrefetchDistance; ++i) {
+    __builtin_prefetch(accessors_[i].get());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    // The next accessor's object has been prefetched already; its child
+    // manager is the next line that accessor's check would wait on.
+    if (i + 1 < n) {
+      accessors_[i + 1]->prefetch_child();
+    }
+    if (i + kWalkPrefetchDistance < n) {
+      __builtin_prefetch(accessors_[i + kWalkPrefetchDistance].get());
+    }
+    const std::unique_ptr<GuardAccessor>& accessor = accessors_[i];
     if (!accessor->check(value, ctx)) {
       // Cold path: children that failed most often are tried first next
       // time, so a failing call stops early. The passing path pays nothing;
@@ -113,6 +139,13 @@ bool GuardManager::check_accessors(PyObject* value, CheckContext* ctx) {
     }
   }
   return true;
+}
+
+bool GuardManager::decides_by_identity() const {
+  if (!accessors_.empty() || dynamic_cast<const DictGuardManager*>(this) != nullptr) {
+    return false;
+  }
+  return std::all_of(leaves_.begin(), leaves_.end(), [](const LeafGuardPtr& leaf) { return leaf->decides_by_identity(); });
 }
 
 GuardManager::MemoPlan GuardManager::place_memos() {
@@ -303,6 +336,9 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
   if (ctx != nullptr && ctx->recorder != nullptr) {
     MemoRecorder& recorder = *ctx->recorder;
     if (!recorder.reachable(parent)) {
+      return child_->check(child_value.get(), nullptr);
+    }
+    if (record_identity_read(recorder, parent, child_value.get())) {
       return child_->check(child_value.get(), nullptr);
     }
     if (!record(recorder, parent, child_value.get())) {

@@ -99,6 +99,10 @@ class GuardManager {
   const std::vector<LeafGuardPtr>& leaf_guards() const { return leaves_; }
   const std::vector<std::unique_ptr<GuardAccessor>>& accessors() const { return accessors_; }
   bool has_relational_guard() const;
+  // No accessors, and only leaves whose verdict compares the value's
+  // address (LeafGuard::decides_by_identity): the subtree passes for
+  // exactly the addresses it passed for, whatever object sits there.
+  bool decides_by_identity() const;
   RootGuardManager* root() const { return root_; }
   size_t depth() const { return depth_; }
   // Managers alive in the process, for the lifetime tests.
@@ -109,10 +113,6 @@ class GuardManager {
   // nest a few dozen levels; a builder that goes past this limit gets a
   // RecursionError instead of a stack overflow during a later check.
   static constexpr size_t kMaxTreeDepth = 2000;
-
-  // Flags the builder's tag-safety pass sets; kept for introspection.
-  bool tag_safe = false;
-  bool tag_safe_root = false;
 
  protected:
   // The leaf guards, in order; counts a failure.
@@ -126,15 +126,24 @@ class GuardManager {
   virtual std::unique_ptr<GuardManager> clone_node(RootGuardManager* root) const;
   void clone_contents_into(GuardManager& copy, RootGuardManager* root, const py::object& keep) const;
 
+  // What a passing check reads comes first, right after the vtable pointer:
+  // a memoized node's check reads only the vtable and memo_, which share one
+  // cache line (the object is 16-byte aligned), and a walked node's the
+  // next two vectors' bounds too. A check in situ finds most nodes cold.
+  std::unique_ptr<SubtreeMemo> memo_;  // null unless place_memos chose this node
+  std::vector<LeafGuardPtr> leaves_;
+  std::vector<std::unique_ptr<GuardAccessor>> accessors_;
   RootGuardManager* root_;  // not owned; outlives every node of its tree
   std::string source_;
   py::object guarded_type_;  // a weakref to type(example_value)
   bool immutable_;
   int64_t fail_count_ = 0;
   size_t depth_ = 0;  // the root is at 0
-  std::vector<LeafGuardPtr> leaves_;
-  std::vector<std::unique_ptr<GuardAccessor>> accessors_;
-  std::unique_ptr<SubtreeMemo> memo_;  // null unless place_memos chose this node
+
+ public:
+  // Flags the builder's tag-safety pass sets; kept for introspection.
+  bool tag_safe = false;
+  bool tag_safe_root = false;
 
  private:
   static std::atomic<size_t> live_;

@@ -50,6 +50,10 @@ class LeafGuard {
   // guard runs.
   virtual bool may_run_python() const { return true; }
 
+  // Whether check(value) only compares value's address with one it holds
+  // (ID_MATCH): then it passes for an address exactly when it passed before.
+  virtual bool decides_by_identity() const { return false; }
+
   // The one evaluation entry point for managers: fast when ctx is null.
   bool run(PyObject* value, CheckContext* ctx) {
     if (ctx != nullptr) {

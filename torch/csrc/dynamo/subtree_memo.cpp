@@ -32,6 +32,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "TaggedObjectDict";
     case MemoStep::Kind::ObjectDictSlot:
       return "ObjectDictSlot";
+    case MemoStep::Kind::FieldIdentity:
+      return "FieldIdentity";
     case MemoStep::Kind::TypedObjectDict:
       return "TypedObjectDict";
   }
@@ -175,6 +177,29 @@ MemoStep MemoRecorder::type_step(PyObject* obj, PyTypeObject* t, unsigned int ta
   return {MemoStep::Kind::TypeTag, obj, t, tag};
 }
 
+bool MemoRecorder::field_identity(PyObject* holder, PyObject* const* field, PyObject* value) {
+  if (!reachable(holder)) {
+    return false;
+  }
+  type(holder);  // the field's offset is the type's
+  push({MemoStep::Kind::FieldIdentity, const_cast<PyObject**>(field), value, 0});
+  return true;
+}
+
+bool MemoRecorder::type_of(PyObject* obj) {
+  if (!reachable(obj)) {
+    return false;
+  }
+  type_tag(obj);
+  if (aborted_) {
+    return false;
+  }
+  PyObject* t = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  anchor(t);
+  pinned_types_.insert(t);
+  return true;
+}
+
 void MemoRecorder::module_dicts(PyObject* module) {
   object_dict(module);
   PyObject* d = instance_dict(module);
@@ -296,7 +321,15 @@ bool SubtreeMemo::validate(PyObject* value) const {
       __builtin_prefetch(ahead.a);
       if (ahead.kind == MemoStep::Kind::Tensor) {
         prefetch_tensor_metadata(ahead, tensors_[ahead.tag]);
+      } else if (ahead.kind == MemoStep::Kind::Leaf || ahead.kind == MemoStep::Kind::Walk) {
+        __builtin_prefetch(ahead.b);  // the engine's own guard or accessor
       }
+    }
+    // A Walk step's accessor was prefetched above; half the distance later
+    // its child manager can be, reading the accessor (the engine's, alive
+    // with the log) and no Python object.
+    if (i + kPrefetchDistance / 2 < n && steps[i + kPrefetchDistance / 2].kind == MemoStep::Kind::Walk) {
+      static_cast<const GuardAccessor*>(steps[i + kPrefetchDistance / 2].b)->prefetch_child();
     }
     const MemoStep& s = steps[i];
     switch (s.kind) {
@@ -364,6 +397,7 @@ bool SubtreeMemo::validate(PyObject* value) const {
       case MemoStep::Kind::ObjectDictSlot:
         // The dict is watched; what stays to compare is which dict the
         // object holds.
+      case MemoStep::Kind::FieldIdentity:
         if (*static_cast<PyObject**>(s.a) != s.b) {
           return false;
         }

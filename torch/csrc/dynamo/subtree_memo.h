@@ -14,7 +14,14 @@
 // between inputs, whatever a Python guard computes) is re-checked by running
 // the leaf again (a Leaf step). A read that nothing pins (getattr through a
 // descriptor or custom getattr, a fresh object per read) is re-run with its
-// whole subtree (a Walk step), exactly as the walk would run it.
+// whole subtree (a Walk step), exactly as the walk would run it. One read
+// that nothing pins needs no walk: a pointer field of a validated object
+// whose child subtree decides by the child's address alone (ID_MATCH
+// leaves, no accessors) is a FieldIdentity step that compares the field
+// with that address, which is all the subtree would compare. The child is
+// not anchored: the object now at that address may be another one (the
+// recorded one died, its address was reused), so nothing else in the log
+// may lean on its identity.
 //
 // Watched dicts and types (CPython 3.12 and later, watchers.h): while the
 // log is recorded, every dict and type it would check by version is
@@ -73,6 +80,9 @@ struct MemoStep {
     TaggedObjectDict,
     // The steps whose dict or type the log's WatchSet watches (3.12+):
     ObjectDictSlot,   // an ObjectDict whose dict is watched: a: the slot, b: the dict
+    // A pointer field of a validated object that must still hold the object
+    // at address b (MemoRecorder::field_identity): a: the field.
+    FieldIdentity,
     TypedObjectDict,  // a TaggedObjectDict whose type is watched: no tag compared
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
@@ -130,6 +140,21 @@ class MemoRecorder {
   void dict(PyObject* d);
   void type(PyObject* obj);
   void type_tag(PyObject* obj);
+  // Logs that `field`, a pointer field at a fixed offset inside `holder`
+  // (whose layout its type fixes), still holds the object at `value`'s
+  // address. Only an address is compared: the caller vouches that nothing
+  // the log skips depends on more than that address. False, with nothing
+  // logged, when `holder` is not reachable.
+  bool field_identity(PyObject* holder, PyObject* const* field, PyObject* value);
+  // Pins the reachable `obj`'s type by its version tag or a watch
+  // (type_tag) and anchors that type: a tag is never given to another type
+  // and a watched type's death is an event, so the log validates only while
+  // type(obj) is the very type recorded, and while that type is unmodified.
+  // False when the recording aborts instead (no tag).
+  bool type_of(PyObject* obj);
+  // Whether type_of() pinned `type`'s own tag: what changes only together
+  // with that tag (the MRO) is then pinned too.
+  bool type_state_pinned(PyObject* type) const { return pinned_types_.count(type) != 0; }
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
   // What a lookup along `path` on `obj` reads besides the class: the class
@@ -166,6 +191,7 @@ class MemoRecorder {
   // would check the very same type.
   std::unordered_map<PyObject*, std::pair<PyTypeObject*, size_t>> types_;  // with the Type step's index
   std::unordered_map<PyObject*, PyTypeObject*> type_tags_;
+  std::unordered_set<PyObject*> pinned_types_;  // type_of()'s types
   // The types asked of `watches_` so far, and whether it watches them.
   std::unordered_map<PyTypeObject*, bool> watched_types_;
 };

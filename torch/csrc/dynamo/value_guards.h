@@ -32,6 +32,8 @@ class ID_MATCH : public LeafGuard {
   ID_MATCH(py::object obj_id, py::object parts, py::object stack);
   bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(value) == id_; }
   const char* kind() const override { return "ID_MATCH"; }
+  bool may_run_python() const override { return false; }
+  bool decides_by_identity() const override { return true; }
   // An anchored value is the very object the validated dict holds.
   void record(MemoRecorder& recorder, PyObject* value) override { record_identity_of(this, recorder, value); }
 
