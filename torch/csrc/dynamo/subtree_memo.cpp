@@ -261,7 +261,7 @@ void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
   if (!reachable(parent)) {
     return;
   }
-  push({MemoStep::Kind::Walk, parent, accessor, 0});
+  push({MemoStep::Kind::Walk, parent, accessor, reinterpret_cast<uintptr_t>(accessor->child())});
 }
 
 // Starts loading what a Tensor step reads besides the tensor object: the
@@ -281,6 +281,10 @@ static inline void prefetch_tensor_metadata(const MemoStep& step, const TensorRe
     __builtin_prefetch(autograd_meta + layout.requires_grad);
   }
 }
+
+static_assert(static_cast<int>(MemoStep::Kind::Tensor) == static_cast<int>(MemoStep::Kind::Leaf) + 1 &&
+                  static_cast<int>(MemoStep::Kind::Walk) == static_cast<int>(MemoStep::Kind::Leaf) + 2,
+              "validate's prefetch tells Leaf, Tensor and Walk steps apart from the rest by one range compare");
 
 bool SubtreeMemo::validate(PyObject* value) const {
   // The watched dicts and types stand unchanged, or the log is void.
@@ -319,17 +323,18 @@ bool SubtreeMemo::validate(PyObject* value) const {
     if (i + kPrefetchDistance < n) {
       const MemoStep& ahead = steps[i + kPrefetchDistance];
       __builtin_prefetch(ahead.a);
-      if (ahead.kind == MemoStep::Kind::Tensor) {
-        prefetch_tensor_metadata(ahead, tensors_[ahead.tag]);
-      } else if (ahead.kind == MemoStep::Kind::Leaf || ahead.kind == MemoStep::Kind::Walk) {
-        __builtin_prefetch(ahead.b);  // the engine's own guard or accessor
+      // Leaf, Tensor and Walk steps are adjacent kinds: the other steps pay
+      // one compare here.
+      if (static_cast<unsigned>(ahead.kind) - static_cast<unsigned>(MemoStep::Kind::Leaf) <= 2u) {
+        if (ahead.kind == MemoStep::Kind::Tensor) {
+          prefetch_tensor_metadata(ahead, tensors_[ahead.tag]);
+        } else {
+          __builtin_prefetch(ahead.b);  // the engine's own guard or accessor
+          if (ahead.kind == MemoStep::Kind::Walk) {
+            __builtin_prefetch(reinterpret_cast<const void*>(ahead.c));  // its child manager
+          }
+        }
       }
-    }
-    // A Walk step's accessor was prefetched above; half the distance later
-    // its child manager can be, reading the accessor (the engine's, alive
-    // with the log) and no Python object.
-    if (i + kPrefetchDistance / 2 < n && steps[i + kPrefetchDistance / 2].kind == MemoStep::Kind::Walk) {
-      static_cast<const GuardAccessor*>(steps[i + kPrefetchDistance / 2].b)->prefetch_child();
     }
     const MemoStep& s = steps[i];
     switch (s.kind) {

@@ -71,7 +71,7 @@ struct MemoStep {
     TypeTag,     // a: the object, b: its type, c: the type's version tag
     Leaf,        // a: the object, b: the LeafGuard to run on it, c: 1 if it may run Python code
     Tensor,      // a: the tensor, b: its TENSOR_MATCH, c: its TensorImpl's address (prefetched only), tag: its TensorRecord
-    Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree)
+    Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree), c: its child manager (prefetched only)
     DictRun,     // consecutive Dict steps: a: the first dict, b: how many, c: index of the first DictCheck
     // A TypeTag step and the ObjectDict step of the same object, fused: a:
     // the object, b: its type, tag: the type's version tag, slot_offset:
