@@ -1241,6 +1241,20 @@ class SubtreeMemoTests(TestCase):
         self.assertNotIn("Walk", m.memo_log_kinds(), "type(), its dict and its MRO are pinned by the class")
         self.assertTrue(root.check({"m": obj}))
 
+    def test_memo_type_without_version_tag_is_walked(self):
+        # Setting a class attribute takes the class's version tag away until
+        # a lookup gives it a new one; a log recorded meanwhile walks the
+        # type() read instead of giving up on the whole subtree.
+        obj = self.typed_holder()
+        root, m = self.type_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        type(obj).attr = 1  # same value: the verdict stays
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIn("Walk", m.memo_log_kinds())
+        self.assertTrue(root.check({"m": obj}))
+        type(obj).attr = 2
+        self.assertFalse(root.check({"m": obj}))
+
     def test_memo_type_read_class_swapped(self):
         obj = self.typed_holder()
         root, m = self.type_tree(obj)

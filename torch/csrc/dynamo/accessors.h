@@ -7,6 +7,7 @@
 #include "torch/csrc/dynamo/attribute_resolution.h"
 #include "torch/csrc/dynamo/guard_accessor.h"
 #include "torch/csrc/dynamo/guard_manager.h"
+#include "torch/csrc/dynamo/python_compat.h"
 
 namespace dynamo_guards {
 
@@ -122,8 +123,10 @@ class TypeGuardAccessor : public KeyedAccessor<TypeGuardAccessor> {
   static constexpr const char* kKind = "TypeGuardAccessor";
   TypeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
+  // A type without a valid tag (modified since its last lookup) is walked
+  // rather than aborting the whole recording.
   bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
-    return recorder.type_of(parent);
+    return type_version_tag(Py_TYPE(parent)) != 0 && recorder.type_of(parent);
   }
 };
 // A type's own dict: one object for the type's whole life (made when the
