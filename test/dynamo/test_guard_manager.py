@@ -897,9 +897,12 @@ class SubtreeMemoTests(TestCase):
     def fresh(self) -> Holder:
         return Holder(flag=True, count=3, t=torch.randn(2, 2))
 
-    def assert_memo_invalidated(self, mutate, still_passes: bool = False):
-        obj = self.fresh()
-        root, m = self.build(obj)
+    def assert_memo_invalidated(self, mutate, still_passes: bool = False, obj=None, build=None):
+        """Records a log on ``obj`` (a fresh Holder) in the tree ``build``
+        makes (``self.build``), mutates, and checks the verdict; returns the
+        root for further checks."""
+        obj = self.fresh() if obj is None else obj
+        root, m = (build or self.build)(obj)
         self.assertTrue(m.is_memoized())
         self.assertTrue(root.check({"m": obj}))
         self.assertIsNotNone(m.memo_log_size(), "a passing check records a log")
@@ -907,6 +910,7 @@ class SubtreeMemoTests(TestCase):
         mutate(obj)
         self.assertEqual(root.check({"m": obj}), still_passes)
         self.assertEqual(root.check_verbose({"m": obj}).result, still_passes, "fast and verbose checks agree")
+        return root
 
     def test_memo_touch_floor_reads_logged_objects_and_tensor_metadata(self):
         for requires_grad in (False, True):  # without and with an AutogradMeta
@@ -1256,41 +1260,34 @@ class SubtreeMemoTests(TestCase):
         self.assertFalse(root.check({"m": obj}))
 
     def test_memo_type_read_class_swapped(self):
-        obj = self.typed_holder()
-        root, m = self.type_tree(obj)
-        self.assertTrue(root.check({"m": obj}))
-        self.assertTrue(root.check({"m": obj}))
-        obj.__class__ = type("Other", (type(obj).__mro__[1],), {"attr": 1})
-        self.assertFalse(root.check({"m": obj}))
+        self.assert_memo_invalidated(
+            lambda obj: setattr(obj, "__class__", type("Other", (type(obj).__mro__[1],), {"attr": 1})),
+            obj=self.typed_holder(),
+            build=self.type_tree,
+        )
 
     def test_memo_type_dict_entry_replaced(self):
         obj = self.typed_holder()
-        root, m = self.type_tree(obj)
-        self.assertTrue(root.check({"m": obj}))
-        self.assertTrue(root.check({"m": obj}))
-        type(obj).attr = 2
-        self.assertFalse(root.check({"m": obj}))
+        root = self.assert_memo_invalidated(lambda o: setattr(type(o), "attr", 2), obj=obj, build=self.type_tree)
         type(obj).attr = 1
         self.assertTrue(root.check({"m": obj}))
 
     def test_memo_type_mro_bases_reassigned(self):
         obj = self.typed_holder()
-        root, m = self.type_tree(obj)
-        self.assertTrue(root.check({"m": obj}))
-        self.assertTrue(root.check({"m": obj}))
-        type(obj).__bases__ = (type("OtherBase", (Holder,), {}),)
-        self.assertFalse(root.check({"m": obj}))
+        root = self.assert_memo_invalidated(
+            lambda o: setattr(type(o), "__bases__", (type("OtherBase", (Holder,), {}),)), obj=obj, build=self.type_tree
+        )
         self.assertEqual(root.check_verbose({"m": obj}).verbose_code_parts, ["type(L['m']).__mro__[1] is Base"])
 
     def test_memo_type_mro_of_a_base_reassigned(self):
         # __bases__ assigned on a base computes every subclass's MRO again:
         # Holder moves from __mro__[2] to __mro__[3].
         obj = self.typed_holder()
-        root, m = self.type_tree(obj)
-        self.assertTrue(root.check({"m": obj}))
-        self.assertTrue(root.check({"m": obj}))
-        type(obj).__mro__[1].__bases__ = (type("Mixin", (Holder,), {}),)
-        self.assertFalse(root.check({"m": obj}))
+        root = self.assert_memo_invalidated(
+            lambda o: setattr(type(o).__mro__[1], "__bases__", (type("Mixin", (Holder,), {}),)),
+            obj=obj,
+            build=self.type_tree,
+        )
         self.assertEqual(root.check_verbose({"m": obj}).verbose_code_parts, ["type(L['m']).__mro__[2] is Holder"])
 
     def test_memo_shadowed_class_attribute_replaced(self):
