@@ -104,16 +104,18 @@ from guard_bench.models import (
     selected_models,
 )
 from guard_bench.plots import write_plot
-from guard_bench.tables import format_table
+from guard_bench.tables import FLOOR_KEYS, format_table
 from guard_bench.timing import (
     CheckFn,
     Stats,
     make_check,
     measure_end_to_end,
     measure_in_situ,
-    measure_in_situ_touch_floor,
-    measure_touch_floor,
+    measure_floor,
+    measure_in_situ_floor,
     measure_warm,
+    tensor_floor,
+    touch_floor,
 )
 
 
@@ -207,12 +209,13 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         in_situ, in_situ_failures = measure_in_situ(checks, eager_forward, bench.in_situ_rounds)
         fork_frames = runs["fork"].frames if "fork" in runs else []
         memoized = bool(fork_frames) and all(f.is_fork for f in fork_frames)
-        touch_floor = {"fork": measure_touch_floor(fork_frames, bench.rounds)} if memoized else {}
-        in_situ_floor = (
-            {"fork": measure_in_situ_touch_floor(fork_frames, eager_forward, bench.in_situ_rounds)}
-            if memoized
-            else {}
-        )
+        floors: dict[str, dict[str, float]] = {}
+        if memoized:
+            for name, floor in (("memo_touch_floor", touch_floor), ("tensor_floor", tensor_floor)):
+                floors[f"{name}_us"] = {"fork": measure_floor(fork_frames, bench.rounds, floor)}
+                floors[f"{name}_in_situ_us"] = {
+                    "fork": measure_in_situ_floor(fork_frames, eager_forward, bench.in_situ_rounds, floor)
+                }
 
     problems = {engine: list(run.problems) for engine, run in runs.items()}
     for name, count in in_situ_failures.items():
@@ -226,8 +229,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         "frame_names": {engine: [f.code_name for f in run.frames] for engine, run in runs.items()},
         "warm_check_us": warm,
         "in_situ_check_us": in_situ,
-        "memo_touch_floor_us": touch_floor,
-        "memo_touch_floor_in_situ_us": in_situ_floor,
+        **{key: floors.get(key, {}) for key in FLOOR_KEYS},
         "end_to_end": {engine: run.end_to_end for engine, run in runs.items()},
         "build_init_s": {engine: run.build_init_s for engine, run in runs.items()},
         "build_guards_s": {engine: run.build_guards_s for engine, run in runs.items()},

@@ -46,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for model, reason in report.get("skipped", {}).items():
             print(f"  {model}: skipped, {reason}")
     print(
-        "#### Summary: check time per call, median µs; floors: the fork's memo touch floor, warm and in situ;"
-        " tags/floor: the most any engine reading those objects could gain over stock with dict tags"
+        "#### Summary: check time per call, median µs; floors, warm and in situ: touch, loading one word of"
+        " every object the fork's logs name; tensor, the fork's tensor comparisons alone; tags/<floor>: the most"
+        " the fork could gain over stock with dict tags if its check cost nothing beyond that floor"
     )
     print(format_summary(reports))
     if args.plot:

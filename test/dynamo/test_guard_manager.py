@@ -926,16 +926,52 @@ class SubtreeMemoTests(TestCase):
             self.assertEqual(addresses, sum(m.memo_log_kinds().values()) + 1 + requires_grad)
             self.assertTrue(root.check({"m": obj}), "touching changes nothing")
 
-    def test_memo_touch_floor_follows_walk_steps_into_nested_logs(self):
+    def test_tensor_floor_runs_the_validated_tensor_checks(self):
+        for requires_grad in (False, True):
+            obj = Holder(flag=True, count=3, t=torch.randn(2, 2, requires_grad=requires_grad))
+            root, m = self.build(obj)
+            floor = root.tensor_floor({"m": obj})
+            self.assertEqual(len(floor), 0, "the first check records the log: nothing validated")
+            floor = root.tensor_floor({"m": obj})
+            self.assertEqual(len(floor), m.memo_log_kinds()["Tensor"])
+            self.assertEqual(len(floor), 1)
+            self.assertIsNone(floor.time_us(0))
+            micros, mismatches = floor.time_us(10)
+            self.assertGreaterEqual(micros, 0.0)
+            self.assertEqual(mismatches, 0)
+            # The floor runs the real comparison: a tensor whose metadata
+            # changed in place no longer matches.
+            obj.t.requires_grad_(not requires_grad)
+            self.assertEqual(floor.time_us(1)[1], 1)
+            self.assertIsNone(root.tensor_floor({"m": obj}), "None when the check fails")
+
+    def test_tensor_floor_holds_its_tensors_until_dropped(self):
+        obj = self.fresh()
+        root, _ = self.build(obj)
+        root.check({"m": obj})
+        floor = root.tensor_floor({"m": obj})
+        tensor = weakref.ref(obj.t)
+        del obj
+        gc.collect()
+        self.assertIsNotNone(tensor(), "the floor keeps the tensor it times")
+        self.assertEqual(floor.time_us(1)[1], 0)
+        del floor
+        gc.collect()
+        self.assertIsNone(tensor(), "and only the floor did")
+
+    def box_tree(self, obj: Holder) -> tuple[Any, Any, Any, Any]:
+        """A tree reaching ``obj`` through a property of a Box (a getattr no
+        log can pin, so a Walk step), checked twice: (root, the box, the
+        box's manager, obj's manager)."""
+
         class Box:
             def __init__(self, inner: Holder) -> None:
                 self._inner = inner
 
             @property
-            def inner(self) -> Holder:  # a getattr the log cannot pin: a Walk step
+            def inner(self) -> Holder:
                 return self._inner
 
-        obj = self.fresh()
         box = Box(obj)
         root = guards.RootGuardManager()
         b = root.framelocals_manager(("b", 0), "L['b']", box, PLAIN)
@@ -949,13 +985,34 @@ class SubtreeMemoTests(TestCase):
         d.dict_getitem_manager("count", "L['b'].inner.count", obj.count, PLAIN).add_equals_match_guard(
             3, ["L['b'].inner.count == 3"], None
         )
+        t = d.dict_getitem_manager("t", "L['b'].inner.t", obj.t, PLAIN)
+        t.add_tensor_match_guard(
+            obj.t, list(obj.t.shape), list(obj.t.stride()), "L['b'].inner.t", ["check_tensor(L['b'].inner.t)"], None,
+            type(obj.t), torch._C._dispatch_keys(obj.t),
+        )
         root.finalize()
         self.assertTrue(root.check({"b": box}))
         self.assertTrue(root.check({"b": box}))
+        return root, box, b, m
+
+    def test_memo_touch_floor_follows_walk_steps_into_nested_logs(self):
+        _, box, b, m = self.box_tree(self.fresh())  # box keeps the objects the floor reads alive
         self.assertIn("Walk", b.memo_log_kinds())
         _, _, inner_addresses = m.memo_touch_floor_us(1)
         _, _, outer_addresses = b.memo_touch_floor_us(1)
         self.assertEqual(outer_addresses, sum(b.memo_log_kinds().values()) + inner_addresses)
+
+    def test_tensor_floor_follows_walk_steps_into_nested_logs(self):
+        root, box, b, _ = self.box_tree(self.fresh())
+        self.assertNotIn("Tensor", b.memo_log_kinds(), "the tensor is in the log below the Walk step")
+        floor = root.tensor_floor({"b": box})
+        self.assertEqual((len(floor), floor.time_us(1)[1]), (1, 0))
+
+    def test_memo_walked_reads_name_the_walk_steps_accessors(self):
+        _, _, b, m = self.box_tree(self.fresh())
+        self.assertEqual(b.memo_walked_reads(), ["GetAttrGuardAccessor(inner)"])
+        self.assertEqual(m.memo_walked_reads(), [], "everything below the property is pinned")
+        self.assertEqual(guards.RootGuardManager().memo_walked_reads(), [], "no log")
 
     def test_memo_dict_value_replaced(self):
         self.assert_memo_invalidated(lambda o: setattr(o, "count", 4))

@@ -33,8 +33,7 @@ def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str
     rows = [
         ("warm check (us)", medians(result["warm_check_us"]), "{:.2f}"),
         ("in situ check (us)", medians(result["in_situ_check_us"]), "{:.2f}"),
-        ("memo touch floor, warm (us)", result.get("memo_touch_floor_us", {}), "{:.2f}"),
-        ("memo touch floor, in situ (us)", result.get("memo_touch_floor_in_situ_us", {}), "{:.2f}"),
+        *((label, result.get(key, {}), "{:.2f}") for label, _, key in FLOOR_COLUMNS),
         ("e2e guard overhead (us)", {e: v["overhead_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guarded call (us)", {e: v["guarded_call_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guard share of call (%)", {e: guard_share_percent(v) for e, v in e2e.items()}, "{:.1f}"),
@@ -115,11 +114,25 @@ SUMMARY_RATIOS: tuple[tuple[str, str, str], ...] = (
     ("situ tags/fork", "in_situ_check_us", "stock_dict_tags"),
 )
 
-# The most any engine could gain over stock with dict tags if it did nothing
-# but load the objects the fork's logs name: (check key, floor key).
-FLOOR_RATIOS: tuple[tuple[str, str], ...] = (
-    ("warm_check_us", "memo_touch_floor_us"),
-    ("in_situ_check_us", "memo_touch_floor_in_situ_us"),
+# The fork's floors (timing.py), in the per-model table, the summary and
+# the results: (row label, summary header, result key).
+FLOOR_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("memo touch floor, warm (us)", "touch warm", "memo_touch_floor_us"),
+    ("memo touch floor, in situ (us)", "touch situ", "memo_touch_floor_in_situ_us"),
+    ("tensor floor, warm (us)", "tensor warm", "tensor_floor_us"),
+    ("tensor floor, in situ (us)", "tensor situ", "tensor_floor_in_situ_us"),
+)
+FLOOR_KEYS: tuple[str, ...] = tuple(key for _, _, key in FLOOR_COLUMNS)
+
+# Stock with dict tags over a floor: the most the fork could gain over it
+# if its check cost nothing beyond that floor (the touch floor: loading the
+# objects its logs name; the tensor floor: its tensor comparisons alone).
+# (header, check key, floor key).
+FLOOR_RATIOS: tuple[tuple[str, str, str], ...] = (
+    ("warm tags/touch", "warm_check_us", "memo_touch_floor_us"),
+    ("situ tags/touch", "in_situ_check_us", "memo_touch_floor_in_situ_us"),
+    ("warm tags/tensor", "warm_check_us", "tensor_floor_us"),
+    ("situ tags/tensor", "in_situ_check_us", "tensor_floor_in_situ_us"),
 )
 
 
@@ -129,12 +142,12 @@ def median_of(result: dict[str, Any], key: str, engine: str) -> float:
 
 
 def format_summary(reports: Sequence[dict[str, Any]]) -> str:
-    """One line per model and interpreter: medians in µs, the fork's touch
+    """One line per model and interpreter: medians in µs, the fork's
     floors, the ratios of both stock configurations to the fork, and of stock
     with dict tags to the floors."""
-    headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + ["floor warm", "floor situ"]
-    headers += [h for h, _, _ in SUMMARY_RATIOS] + ["warm tags/floor", "situ tags/floor"]
-    widths = [18, 8] + [11] * len(SUMMARY_COLUMNS) + [11, 11] + [16] * (len(SUMMARY_RATIOS) + len(FLOOR_RATIOS))
+    headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + [h for _, h, _ in FLOOR_COLUMNS]
+    headers += [h for h, _, _ in SUMMARY_RATIOS] + [h for h, _, _ in FLOOR_RATIOS]
+    widths = [18, 8] + [11] * (len(SUMMARY_COLUMNS) + len(FLOOR_COLUMNS)) + [16] * (len(SUMMARY_RATIOS) + len(FLOOR_RATIOS))
     lines = ["".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}" for i, (h, w) in enumerate(zip(headers, widths)))]
     lines.append("-" * len(lines[0]))
     for report in reports:
@@ -142,15 +155,14 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
         for result in report["results"]:
             cells = [result["model"], python]
             cells += [format_number("{:.1f}", median_of(result, key, engine)) for _, key, engine in SUMMARY_COLUMNS]
-            for floor_key in ("memo_touch_floor_us", "memo_touch_floor_in_situ_us"):
-                cells.append(format_number("{:.1f}", result.get(floor_key, {}).get("fork")))
+            cells += [format_number("{:.1f}", result.get(key, {}).get("fork")) for _, _, key in FLOOR_COLUMNS]
             cells += [
                 format_number("{:.1f}x", ratio(median_of(result, key, engine), median_of(result, key, "fork")))
                 for _, key, engine in SUMMARY_RATIOS
             ]
             cells += [
                 format_number("{:.1f}x", ratio(median_of(result, key, "stock_dict_tags"), result.get(floor_key, {}).get("fork", NAN)))
-                for key, floor_key in FLOOR_RATIOS
+                for _, key, floor_key in FLOOR_RATIOS
             ]
             lines.append("".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
     return "\n".join(lines)

@@ -1,6 +1,6 @@
 """Timing guard checks: warm batches and single checks after a forward pass
 (engines interleaved round by round), end-to-end call overhead, and the
-fork's memo touch floor. Times are in microseconds."""
+fork's floors (memo touch floor, tensor floor). Times are in microseconds."""
 
 from __future__ import annotations
 
@@ -71,38 +71,63 @@ def top_memoized_managers(root: Any) -> list[Any]:
     return found
 
 
-def measure_touch_floor(frames: Sequence[CapturedFrame], rounds: int) -> float:
-    """A lower bound for any sound warm check of the fork's memoized
-    subtrees: the time to load one word from every object their logs name
-    (through Walk steps, the logs below them too), and from each tensor's
-    TensorImpl and AutogradMeta (no comparison, no unmemoized part of the
-    tree). Median over rounds, each right after a passing check."""
+# A floor of one frame's fork check: prepared right after a passing check of
+# the frame, then timed with a number of passes (microseconds per pass).
+FloorTimer = Callable[[int], float]
+FloorFn = Callable[[CapturedFrame], FloorTimer]
+
+
+def touch_floor(frame: CapturedFrame) -> FloorTimer:
+    """A lower bound for any sound check of the frame's memoized subtrees:
+    the time to load one word from every object their logs name (through
+    Walk steps, the logs below them too), and from each tensor's TensorImpl
+    and AutogradMeta (no comparison, no unmemoized part of the tree)."""
+    root = frame.wrapper.fork_root
+    root.check(frame.f_locals)
+    managers = top_memoized_managers(root)
+    return lambda passes: sum(mgr.memo_touch_floor_us(passes)[0] for mgr in managers)
+
+
+def tensor_floor(frame: CapturedFrame) -> FloorTimer:
+    """The fork's own comparisons of the frame's guarded tensors, alone
+    (``memo_tensor_floor.h``): what every check pays while torch signals no
+    change of tensor metadata, whatever the rest of the engine does."""
+    floor = frame.wrapper.fork_root.tensor_floor(frame.f_locals)
+    if floor is None:
+        raise RuntimeError(f"frame {frame.code_name}: the fork's check failed on its own locals")
+
+    def timed(passes: int) -> float:
+        micros, mismatches = floor.time_us(passes)
+        if mismatches:
+            raise RuntimeError(f"{mismatches} of {len(floor)} tensors failed their check right after a passing check")
+        return micros
+
+    return timed
+
+
+def measure_floor(frames: Sequence[CapturedFrame], rounds: int, floor: FloorFn) -> float:
+    """``floor`` summed over the frames, warm (200 passes). Median over
+    rounds, each prepared right after a passing check."""
     samples = []
     for _ in range(rounds):
-        total = 0.0
-        for frame in frames:
-            frame.wrapper.fork_root.check(frame.f_locals)
-            for mgr in top_memoized_managers(frame.wrapper.fork_root):
-                total += mgr.memo_touch_floor_us(200)[0]
-        samples.append(total)
+        timers = [floor(frame) for frame in frames]
+        samples.append(sum(timer(200) for timer in timers))
     return statistics.median(samples)
 
 
-def measure_in_situ_touch_floor(
-    frames: Sequence[CapturedFrame], eager_forward: Callable[[], Any], rounds: int
+def measure_in_situ_floor(
+    frames: Sequence[CapturedFrame], eager_forward: Callable[[], Any], rounds: int, floor: FloorFn
 ) -> float:
-    """The same loads, once, right after an eager forward pass (as the in-situ
-    check runs): what reading those objects costs once the forward pass has
-    evicted them from the caches. Median over rounds."""
-    managers = [mgr for frame in frames for mgr in top_memoized_managers(frame.wrapper.fork_root)]
+    """The same, one pass right after an eager forward pass (as the in-situ
+    check runs): what it costs once the forward pass has evicted those
+    objects from the caches. Median over rounds."""
     samples = []
     eager_forward()
     with no_gc():
         for _ in range(rounds):
-            for frame in frames:
-                frame.wrapper.fork_root.check(frame.f_locals)
+            timers = [floor(frame) for frame in frames]
             eager_forward()
-            samples.append(sum(mgr.memo_touch_floor_us(1)[0] for mgr in managers))
+            samples.append(sum(timer(1) for timer in timers))
     return statistics.median(samples)
 
 

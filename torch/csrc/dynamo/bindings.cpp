@@ -15,6 +15,7 @@
 #include "torch/csrc/dynamo/function_code_match.h"
 #include "torch/csrc/dynamo/global_state_guards.h"
 #include "torch/csrc/dynamo/inline_values.h"
+#include "torch/csrc/dynamo/memo_tensor_floor.h"
 #include "torch/csrc/dynamo/memo_touch_floor.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
 #include "torch/csrc/dynamo/nn_module_attr_accessor.h"
@@ -390,6 +391,20 @@ PYBIND11_MODULE(_C, m) {
         });
         return counts;
       })
+      // The reads the memo's log re-runs with their subtrees (its Walk
+      // steps), as the accessors' reprs, in log order; empty without a log.
+      .def("memo_walked_reads", [](const GuardManager& self) {
+        py::list reads;
+        if (self.memo() == nullptr || !self.memo()->has_log()) {
+          return reads;
+        }
+        self.memo()->for_each_step([&](MemoStep::Kind kind, void*, const MemoStep& step) {
+          if (kind == MemoStep::Kind::Walk) {
+            reads.append(py::str(static_cast<const GuardAccessor*>(step.b)->repr()));
+          }
+        });
+        return reads;
+      })
       // What the memo's log pins by watching (watchers.h): the number of
       // watched dicts and types, and whether an event has voided the log;
       // None without a log.
@@ -596,9 +611,42 @@ PYBIND11_MODULE(_C, m) {
           },
           kChild);
 
+  // The benchmark's tensor floor (memo_tensor_floor.h), made by
+  // RootGuardManager.tensor_floor.
+  py::class_<TensorFloor, std::unique_ptr<TensorFloor>>(m, "TensorFloor")
+      .def("__len__", &TensorFloor::size)
+      .def(
+          "time_us",
+          [](const TensorFloor& self, int iters) -> py::object {
+            // (microseconds per pass, tensors that did not match on the last
+            // pass); None when iters < 1.
+            if (iters <= 0) {
+              return py::none();
+            }
+            TensorFloorTiming timing = self.time(iters);
+            return py::make_tuple(timing.microseconds_per_pass, timing.mismatches);
+          },
+          py::arg("iters"));
+
   py::class_<RootGuardManager, GuardManager, std::unique_ptr<RootGuardManager>>(m, "RootGuardManager")
       .def(py::init<>())
       .def("check", [](RootGuardManager& self, py::handle f_locals) { return self.check_fast(f_locals.ptr()); })
+      .def(
+          "tensor_floor",
+          [](RootGuardManager& self, py::handle f_locals) -> py::object {
+            // Checks `f_locals` once, keeping the tensors of every log that
+            // validates (memo_tensor_floor.h); None when the check fails.
+            TensorFloorCollector collector;
+            bool ok = self.check_fast(f_locals.ptr());
+            if (PyErr_Occurred() != nullptr) {
+              throw py::error_already_set();
+            }
+            if (!ok) {
+              return py::none();
+            }
+            return py::cast(std::make_unique<TensorFloor>(collector.take()));
+          },
+          py::arg("f_locals"))
       .def("check_verbose", [](RootGuardManager& self, py::handle f_locals) { return self.check_verbose(f_locals.ptr()); })
       .def("attach_compile_id", [](RootGuardManager& self, std::string id) { self.compile_id = std::move(id); })
       .def("get_compile_id", [](const RootGuardManager& self) { return self.compile_id; })

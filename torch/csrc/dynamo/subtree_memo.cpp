@@ -264,22 +264,23 @@ void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
   push({MemoStep::Kind::Walk, parent, accessor, reinterpret_cast<uintptr_t>(accessor->child())});
 }
 
-// Starts loading what a Tensor step reads besides the tensor object: the
-// TensorImpl fields its check compares (keys, dtype, device, sizes,
-// strides) and the autograd metadata's vtable and requires_grad flag, at
-// the addresses recorded with the log. They are almost always still the
-// tensor's; a prefetch never faults and changes no result.
-static inline void prefetch_tensor_metadata(const MemoStep& step, const TensorRecord& record) {
-  const char* impl = reinterpret_cast<const char*>(step.c);
-  const TensorMetadataLayout& layout = kTensorMetadataLayout;
-  for (unsigned off = layout.impl_begin; off < layout.impl_end; off += 64) {
-    __builtin_prefetch(impl + off);
-  }
-  __builtin_prefetch(impl + layout.impl_end - 1);
-  if (const char* autograd_meta = static_cast<const char*>(record.autograd_meta)) {
-    __builtin_prefetch(autograd_meta);
-    __builtin_prefetch(autograd_meta + layout.requires_grad);
-  }
+bool tensor_record_matches(
+    const TensorRecord& record,
+    const TENSOR_MATCH* guard,
+    PyObject* tensor,
+    const TensorLocalState& state) {
+  return record.expected.all_static ? tensor_matches_static(record.expected, tensor, state)
+                                    : guard->matches(tensor, state);
+}
+
+ValidatedLogListener* ValidatedLogListener::active_ = nullptr;
+
+ValidatedLogListener::ValidatedLogListener() : thread_(PyThread_get_thread_ident()), previous_(active_) {
+  active_ = this;
+}
+
+ValidatedLogListener::~ValidatedLogListener() {
+  active_ = previous_;
 }
 
 static_assert(static_cast<int>(MemoStep::Kind::Tensor) == static_cast<int>(MemoStep::Kind::Leaf) + 1 &&
@@ -327,7 +328,7 @@ bool SubtreeMemo::validate(PyObject* value) const {
       // one compare here.
       if (static_cast<unsigned>(ahead.kind) - static_cast<unsigned>(MemoStep::Kind::Leaf) <= 2u) {
         if (ahead.kind == MemoStep::Kind::Tensor) {
-          prefetch_tensor_metadata(ahead, tensors_[ahead.tag]);
+          prefetch_tensor_metadata(reinterpret_cast<const void*>(ahead.c), tensors_[ahead.tag]);
         } else {
           __builtin_prefetch(ahead.b);  // the engine's own guard or accessor
           if (ahead.kind == MemoStep::Kind::Walk) {
@@ -373,13 +374,8 @@ bool SubtreeMemo::validate(PyObject* value) const {
         if (tensor_state == nullptr) {
           tensor_state = &TensorLocalState::current(fresh_state);
         }
-        {
-          const TensorRecord& record = tensors_[s.tag];
-          PyObject* tensor = static_cast<PyObject*>(s.a);
-          if (!(record.expected.all_static ? tensor_matches_static(record.expected, tensor, *tensor_state)
-                                           : static_cast<const TENSOR_MATCH*>(s.b)->matches(tensor, *tensor_state))) {
-            return false;
-          }
+        if (!tensor_record_matches(tensors_[s.tag], static_cast<const TENSOR_MATCH*>(s.b), static_cast<PyObject*>(s.a), *tensor_state)) {
+          return false;
         }
         break;
       case MemoStep::Kind::Walk:
@@ -465,6 +461,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   bool had_log = valid_;
   if (valid_ && validate(value)) {
     stale_logs_ = 0;
+    ValidatedLogListener::notify(*this);
     return true;
   }
   valid_ = false;

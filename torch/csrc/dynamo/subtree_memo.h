@@ -109,6 +109,32 @@ struct TensorRecord {
   const void* autograd_meta;   // where the tensor's autograd metadata was: prefetched, never read
 };
 
+// Starts loading what a Tensor step reads besides the tensor object: the
+// TensorImpl fields its check compares (keys, dtype, device, sizes,
+// strides) and the autograd metadata's vtable and requires_grad flag, at
+// the addresses recorded with the log. They are almost always still the
+// tensor's; a prefetch never faults and changes no result.
+inline void prefetch_tensor_metadata(const void* tensor_impl, const TensorRecord& record) {
+  const char* impl = static_cast<const char*>(tensor_impl);
+  const TensorMetadataLayout& layout = kTensorMetadataLayout;
+  for (unsigned off = layout.impl_begin; off < layout.impl_end; off += 64) {
+    __builtin_prefetch(impl + off);
+  }
+  __builtin_prefetch(impl + layout.impl_end - 1);
+  if (const char* autograd_meta = static_cast<const char*>(record.autograd_meta)) {
+    __builtin_prefetch(autograd_meta);
+    __builtin_prefetch(autograd_meta + layout.requires_grad);
+  }
+}
+
+// A Tensor step's whole check: whether `tensor` still matches `record`
+// (the record of `guard`), under the dispatch state `state`.
+bool tensor_record_matches(
+    const TensorRecord& record,
+    const TENSOR_MATCH* guard,
+    PyObject* tensor,
+    const TensorLocalState& state);
+
 // The kind's name, for introspection.
 const char* memo_step_kind_name(MemoStep::Kind kind);
 
@@ -194,6 +220,36 @@ class MemoRecorder {
   std::unordered_set<PyObject*> pinned_types_;  // type_of()'s types
   // The types asked of `watches_` so far, and whether it watches them.
   std::unordered_map<PyTypeObject*, bool> watched_types_;
+};
+
+class SubtreeMemo;
+
+// Hears of every log that validates on the thread that created it, while it
+// lives (the benchmark's tensor floor, memo_tensor_floor.h). The log is
+// reported as it validated: every object it names is alive at that moment,
+// reached from the memo's value through the reads the log just validated.
+// Installed with the GIL held; one listener at a time per process, the
+// previous one restored on destruction.
+class ValidatedLogListener {
+ public:
+  ValidatedLogListener(const ValidatedLogListener&) = delete;
+  ValidatedLogListener& operator=(const ValidatedLogListener&) = delete;
+
+  static void notify(const SubtreeMemo& memo) {
+    if (active_ != nullptr && active_->thread_ == PyThread_get_thread_ident()) {
+      active_->validated(memo);
+    }
+  }
+
+ protected:
+  ValidatedLogListener();
+  virtual ~ValidatedLogListener();
+  virtual void validated(const SubtreeMemo& memo) = 0;
+
+ private:
+  static ValidatedLogListener* active_;
+  unsigned long thread_;
+  ValidatedLogListener* previous_;
 };
 
 class SubtreeMemo {
