@@ -147,7 +147,8 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
     with dict tags to the floors."""
     headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + [h for _, h, _ in FLOOR_COLUMNS]
     headers += [h for h, _, _ in SUMMARY_RATIOS] + [h for h, _, _ in FLOOR_RATIOS]
-    widths = [18, 8] + [11] * (len(SUMMARY_COLUMNS) + len(FLOOR_COLUMNS)) + [16] * (len(SUMMARY_RATIOS) + len(FLOOR_RATIOS))
+    widths = [18, 8] + [11] * len(SUMMARY_COLUMNS) + [12] * len(FLOOR_COLUMNS)
+    widths += [16] * len(SUMMARY_RATIOS) + [17] * len(FLOOR_RATIOS)
     lines = ["".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}" for i, (h, w) in enumerate(zip(headers, widths)))]
     lines.append("-" * len(lines[0]))
     for report in reports:
