@@ -959,6 +959,30 @@ class SubtreeMemoTests(TestCase):
         gc.collect()
         self.assertIsNone(tensor(), "and only the floor did")
 
+    def test_tensor_floor_keeps_its_root_alive(self):
+        # A tensor with a dynamic size: its record leaves the comparison to
+        # the root's TENSOR_MATCH, which the floor borrows.
+        obj = self.fresh()
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        d.dict_getitem_manager("t", "L['m'].t", obj.t, PLAIN).add_tensor_match_guard(
+            obj.t, [None, 2], [2, 1], "L['m'].t", ["check_tensor(L['m'].t)"], None, type(obj.t),
+            torch._C._dispatch_keys(obj.t),
+        )
+        root.finalize()
+        root.check({"m": obj})
+        floor = root.tensor_floor({"m": obj})
+        self.assertEqual(len(floor), 1)
+        alive = weakref.ref(root)
+        del root, m, d
+        gc.collect()
+        self.assertIsNotNone(alive(), "the floor keeps the root and its guards")
+        self.assertEqual(floor.time_us(1)[1], 0)
+        del floor
+        gc.collect()
+        self.assertIsNone(alive())
+
     def box_tree(self, obj: Holder) -> tuple[Any, Any, Any, Any]:
         """A tree reaching ``obj`` through a property of a Box (a getattr no
         log can pin, so a Walk step), checked twice: (root, the box, the

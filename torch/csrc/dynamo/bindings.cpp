@@ -646,7 +646,8 @@ PYBIND11_MODULE(_C, m) {
             }
             return py::cast(std::make_unique<TensorFloor>(collector.take()));
           },
-          py::arg("f_locals"))
+          py::arg("f_locals"),
+          py::keep_alive<0, 1>())  // the floor borrows the root's TENSOR_MATCH guards
       .def("check_verbose", [](RootGuardManager& self, py::handle f_locals) { return self.check_verbose(f_locals.ptr()); })
       .def("attach_compile_id", [](RootGuardManager& self, std::string id) { self.compile_id = std::move(id); })
       .def("get_compile_id", [](const RootGuardManager& self) { return self.compile_id; })
