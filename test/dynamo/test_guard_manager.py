@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import gc
 import re
+import threading
 import types
 import weakref
 from pathlib import Path
@@ -958,6 +959,49 @@ class SubtreeMemoTests(TestCase):
         del floor
         gc.collect()
         self.assertIsNone(tensor(), "and only the floor did")
+
+    def test_tensor_floor_collections_on_two_threads_ending_out_of_order(self):
+        # Thread A's collection starts first; a root guard of A's check
+        # starts thread B's collection and lets A go on once B's check is
+        # under way; B's check then waits until A's collection is over.
+        # Each collection must hold its own root's tensor, and nothing may
+        # listen once both are gone. (The guards sit on the roots, outside
+        # the memoized subtrees, so the logs still validate.)
+        in_b_check, a_done = threading.Event(), threading.Event()
+        running = [False]
+        floors: dict[str, Any] = {}
+        obj_a, obj_b = self.fresh(), self.fresh()
+        root_a, _ = self.build(obj_a)
+        root_b, _ = self.build(obj_b)
+        thread_b = threading.Thread(target=lambda: floors.__setitem__("b", root_b.tensor_floor({"m": obj_b})))
+
+        def start_b(_: object) -> bool:
+            if running[0]:
+                thread_b.start()
+                in_b_check.wait(timeout=30)
+            return True
+
+        def wait_for_a(_: object) -> bool:
+            if running[0]:
+                in_b_check.set()
+                a_done.wait(timeout=30)
+            return True
+
+        root_a.add_lambda_guard(start_b, ["start_b(L)"], None)
+        root_b.add_lambda_guard(wait_for_a, ["wait_for_a(L)"], None)
+        for root, obj in ((root_a, obj_a), (root_b, obj_b)):
+            root.finalize()
+            self.assertTrue(root.check({"m": obj}))  # records the logs
+        running[0] = True
+        floors["a"] = root_a.tensor_floor({"m": obj_a})
+        a_done.set()
+        thread_b.join(timeout=30)
+        running[0] = False
+        self.assertEqual((len(floors["a"]), len(floors["b"])), (1, 1))
+        self.assertTrue(root_a.check({"m": obj_a}), "a check after both collections ended")
+        obj_a.t.requires_grad_(True)
+        self.assertEqual(floors["a"].time_us(1)[1], 1, "floor a holds obj_a's tensor")
+        self.assertEqual(floors["b"].time_us(1)[1], 0, "floor b holds obj_b's tensor")
 
     def test_tensor_floor_keeps_its_root_alive(self):
         # A tensor with a dynamic size: its record leaves the comparison to

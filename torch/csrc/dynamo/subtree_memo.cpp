@@ -273,14 +273,26 @@ bool tensor_record_matches(
                                     : guard->matches(tensor, state);
 }
 
-ValidatedLogListener* ValidatedLogListener::active_ = nullptr;
+int ValidatedLogListener::installed_ = 0;
 
-ValidatedLogListener::ValidatedLogListener() : thread_(PyThread_get_thread_ident()), previous_(active_) {
-  active_ = this;
+namespace {
+thread_local ValidatedLogListener* tls_validated_log_listener = nullptr;
+}  // namespace
+
+ValidatedLogListener::ValidatedLogListener() : previous_(tls_validated_log_listener) {
+  tls_validated_log_listener = this;
+  ++installed_;
 }
 
 ValidatedLogListener::~ValidatedLogListener() {
-  active_ = previous_;
+  tls_validated_log_listener = previous_;
+  --installed_;
+}
+
+void ValidatedLogListener::notify_this_thread(const SubtreeMemo& memo) {
+  if (ValidatedLogListener* listener = tls_validated_log_listener) {
+    listener->validated(memo);
+  }
 }
 
 static_assert(static_cast<int>(MemoStep::Kind::Tensor) == static_cast<int>(MemoStep::Kind::Leaf) + 1 &&

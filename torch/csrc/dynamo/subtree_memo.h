@@ -228,16 +228,19 @@ class SubtreeMemo;
 // lives (the benchmark's tensor floor, memo_tensor_floor.h). The log is
 // reported as it validated: every object it names is alive at that moment,
 // reached from the memo's value through the reads the log just validated.
-// Installed with the GIL held; one listener at a time per process, the
-// previous one restored on destruction.
+// Each thread has its own stack of listeners (a check runs Python code, so
+// another thread may install and drop one meanwhile); only the innermost
+// listener of the validating thread hears. Made and destroyed with the GIL
+// held.
 class ValidatedLogListener {
  public:
   ValidatedLogListener(const ValidatedLogListener&) = delete;
   ValidatedLogListener& operator=(const ValidatedLogListener&) = delete;
 
+  // One load and compare on the hot path while no listener exists anywhere.
   static void notify(const SubtreeMemo& memo) {
-    if (active_ != nullptr && active_->thread_ == PyThread_get_thread_ident()) {
-      active_->validated(memo);
+    if (installed_ != 0) {
+      notify_this_thread(memo);
     }
   }
 
@@ -247,9 +250,10 @@ class ValidatedLogListener {
   virtual void validated(const SubtreeMemo& memo) = 0;
 
  private:
-  static ValidatedLogListener* active_;
-  unsigned long thread_;
-  ValidatedLogListener* previous_;
+  static void notify_this_thread(const SubtreeMemo& memo);
+
+  static int installed_;  // listeners alive on all threads
+  ValidatedLogListener* previous_;  // this thread's innermost listener before this one
 };
 
 class SubtreeMemo {
