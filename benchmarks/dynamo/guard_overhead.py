@@ -106,6 +106,7 @@ from guard_bench.models import (
 from guard_bench.plots import write_plot
 from guard_bench.tables import FLOOR_KEYS, format_table
 from guard_bench.timing import (
+    FLOORS,
     CheckFn,
     Stats,
     make_check,
@@ -114,8 +115,6 @@ from guard_bench.timing import (
     measure_floor,
     measure_in_situ_floor,
     measure_warm,
-    tensor_floor,
-    touch_floor,
 )
 
 
@@ -211,7 +210,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         memoized = bool(fork_frames) and all(f.is_fork for f in fork_frames)
         floors: dict[str, dict[str, float]] = {}
         if memoized:
-            for name, floor in (("memo_touch_floor", touch_floor), ("tensor_floor", tensor_floor)):
+            for name, floor in FLOORS:
                 floors[f"{name}_us"] = {"fork": measure_floor(fork_frames, bench.rounds, floor)}
                 floors[f"{name}_in_situ_us"] = {
                     "fork": measure_in_situ_floor(fork_frames, eager_forward, bench.in_situ_rounds, floor)

@@ -446,6 +446,30 @@ class ManagerTests(TestCase):
         self.assertFalse(root.check({"y": 5}))
         self.assertFalse(root.check(None))  # not a dict: a failure, not a crash
 
+    def test_leaf_floor_runs_the_managers_own_leaves_in_order(self):
+        calls = []
+
+        def leaf(name: str, result: bool):
+            return lambda value: calls.append((name, value)) or result
+
+        root = guards.RootGuardManager()
+        root.add_lambda_guard(leaf("first", True), ["first"], None)
+        root.add_lambda_guard(leaf("second", True), ["second"], None)
+        root.framelocals_manager(("x", 0), "L['x']", 1, PLAIN).add_lambda_guard(leaf("child", True), ["child"], None)
+        f_locals = {"x": 1}
+        self.assertIsNone(root.leaf_floor_us(f_locals, 0))
+        micros, passed = root.leaf_floor_us(f_locals, 3)
+        self.assertGreaterEqual(micros, 0.0)
+        self.assertTrue(passed)
+        # The manager's own leaves on the value given, pass after pass; a
+        # child manager's leaves are not the manager's.
+        self.assertEqual(calls, [("first", f_locals), ("second", f_locals)] * 3)
+        calls.clear()
+        root.add_lambda_guard(leaf("failing", False), ["failing"], None)
+        root.add_lambda_guard(leaf("after", True), ["after"], None)
+        self.assertEqual(root.leaf_floor_us(f_locals, 2)[1], False)
+        self.assertEqual([name for name, _ in calls], ["first", "second", "failing"] * 2, "a pass stops at a failing leaf")
+
     def test_same_accessor_returns_same_manager(self):
         root = guards.RootGuardManager()
         a = root.framelocals_manager(("p", 0), "L['p']", Pair(1, 2), PLAIN)
@@ -925,6 +949,9 @@ class SubtreeMemoTests(TestCase):
             # Each step's object, plus the TensorImpl and, with
             # requires_grad, the AutogradMeta of the tensor.
             self.assertEqual(addresses, sum(m.memo_log_kinds().values()) + 1 + requires_grad)
+            # Without the tensors: neither the tensor nor its metadata.
+            kinds = m.memo_log_kinds()
+            self.assertEqual(m.memo_touch_floor_us(10, tensors=False)[2], sum(kinds.values()) - kinds["Tensor"])
             self.assertTrue(root.check({"m": obj}), "touching changes nothing")
 
     def test_tensor_floor_runs_the_validated_tensor_checks(self):

@@ -121,18 +121,26 @@ FLOOR_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("memo touch floor, in situ (us)", "touch situ", "memo_touch_floor_in_situ_us"),
     ("tensor floor, warm (us)", "tensor warm", "tensor_floor_us"),
     ("tensor floor, in situ (us)", "tensor situ", "tensor_floor_in_situ_us"),
+    ("root leaves floor, warm (us)", "leaves warm", "root_leaves_floor_us"),
+    ("root leaves floor, in situ (us)", "leaves situ", "root_leaves_floor_in_situ_us"),
+    ("check floor, warm (us)", "floor warm", "check_floor_us"),
+    ("check floor, in situ (us)", "floor situ", "check_floor_in_situ_us"),
 )
 FLOOR_KEYS: tuple[str, ...] = tuple(key for _, _, key in FLOOR_COLUMNS)
 
 # Stock with dict tags over a floor: the most the fork could gain over it
 # if its check cost nothing beyond that floor (the touch floor: loading the
-# objects its logs name; the tensor floor: its tensor comparisons alone).
+# objects its logs name; the tensor floor: its tensor comparisons alone;
+# the check floor: the call, the root's leaf guards, the other objects the
+# logs name and the tensor comparisons, the parts every check runs).
 # (header, check key, floor key).
 FLOOR_RATIOS: tuple[tuple[str, str, str], ...] = (
     ("warm tags/touch", "warm_check_us", "memo_touch_floor_us"),
     ("situ tags/touch", "in_situ_check_us", "memo_touch_floor_in_situ_us"),
     ("warm tags/tensor", "warm_check_us", "tensor_floor_us"),
     ("situ tags/tensor", "in_situ_check_us", "tensor_floor_in_situ_us"),
+    ("warm tags/floor", "warm_check_us", "check_floor_us"),
+    ("situ tags/floor", "in_situ_check_us", "check_floor_in_situ_us"),
 )
 
 

@@ -1,6 +1,6 @@
 """Timing guard checks: warm batches and single checks after a forward pass
 (engines interleaved round by round), end-to-end call overhead, and the
-fork's floors (memo touch floor, tensor floor). Times are in microseconds."""
+fork's floors (memo touch floor, tensor floor, root leaves). Times are in microseconds."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
+from dynamo_guards import _C as fork
 
 from guard_bench.capture import CapturedFrame
 
@@ -103,6 +104,60 @@ def tensor_floor(frame: CapturedFrame) -> FloorTimer:
         return micros
 
     return timed
+
+
+def root_leaves_floor(frame: CapturedFrame) -> FloorTimer:
+    """The leaf guards on the frame's root, run alone (``leaf_floor.h``):
+    torch's ambient guards (global state, the saved-tensors hooks lambda,
+    the torch-function mode stack, the default device) and the function
+    code matches. Stock runs the same guards on every check."""
+    root, f_locals = frame.wrapper.fork_root, frame.f_locals
+
+    def timed(passes: int) -> float:
+        micros, passed = root.leaf_floor_us(f_locals, passes)
+        if not passed:
+            raise RuntimeError(f"frame {frame.code_name}: a root leaf guard failed right after a passing check")
+        return micros
+
+    return timed
+
+
+def empty_check_floor(frame: CapturedFrame) -> FloorTimer:
+    """A check of an empty fork root on the frame's locals, called as the
+    benchmark calls every engine's check: the price of calling a check."""
+    empty = fork.RootGuardManager()
+    empty.finalize()
+    check, f_locals = empty.check, frame.f_locals
+
+    def timed(passes: int) -> float:
+        start = time.perf_counter_ns()
+        for _ in range(passes):
+            check(f_locals)
+        return (time.perf_counter_ns() - start) / 1000 / passes
+
+    return timed
+
+
+def check_floor(frame: CapturedFrame) -> FloorTimer:
+    """What every sound fork check of the frame runs at least, in the order
+    the check runs it: the call, the root's leaf guards, one word of every
+    other object the memo logs name, and the tensor comparisons. Each part
+    is timed on its own, one after the other; their sum leaves out the
+    check's own bookkeeping."""
+    parts = [empty_check_floor(frame), root_leaves_floor(frame)]
+    managers = top_memoized_managers(frame.wrapper.fork_root)
+    parts.append(lambda passes: sum(mgr.memo_touch_floor_us(passes, tensors=False)[0] for mgr in managers))
+    parts.append(tensor_floor(frame))
+    return lambda passes: sum(part(passes) for part in parts)
+
+
+# The floors the benchmark reports, by the name of their result keys.
+FLOORS: tuple[tuple[str, FloorFn], ...] = (
+    ("memo_touch_floor", touch_floor),
+    ("tensor_floor", tensor_floor),
+    ("root_leaves_floor", root_leaves_floor),
+    ("check_floor", check_floor),
+)
 
 
 def measure_floor(frames: Sequence[CapturedFrame], rounds: int, floor: FloorFn) -> float:

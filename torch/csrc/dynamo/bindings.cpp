@@ -15,6 +15,7 @@
 #include "torch/csrc/dynamo/function_code_match.h"
 #include "torch/csrc/dynamo/global_state_guards.h"
 #include "torch/csrc/dynamo/inline_values.h"
+#include "torch/csrc/dynamo/leaf_floor.h"
 #include "torch/csrc/dynamo/memo_tensor_floor.h"
 #include "torch/csrc/dynamo/memo_touch_floor.h"
 #include "torch/csrc/dynamo/module_attr_guards.h"
@@ -368,17 +369,32 @@ PYBIND11_MODULE(_C, m) {
       })
       .def(
           "memo_touch_floor_us",
-          [](const GuardManager& self, int iters) -> py::object {
+          [](const GuardManager& self, int iters, bool tensors) -> py::object {
             // The benchmark's floor for this subtree (memo_touch_floor.h);
             // None before a passing check has recorded a log here.
             if (self.memo() == nullptr || !self.memo()->has_log() || iters <= 0) {
               return py::none();
             }
             std::vector<const void*> addresses;
-            collect_memo_touch_addresses(self, addresses);
+            collect_memo_touch_addresses(self, addresses, tensors);
             TouchTiming timing = time_touches(addresses, iters);
             return py::make_tuple(timing.microseconds_per_pass, timing.sink & 1, addresses.size());
           },
+          py::arg("iters"),
+          py::arg("tensors") = true)
+      .def(
+          "leaf_floor_us",
+          [](const GuardManager& self, py::handle value, int iters) -> py::object {
+            // The benchmark's floor for this manager's own leaf guards
+            // (leaf_floor.h): (microseconds per pass, whether every leaf
+            // passed); None when iters < 1.
+            if (iters <= 0) {
+              return py::none();
+            }
+            LeafFloorTiming timing = time_leaf_guards(self, value.ptr(), iters);
+            return py::make_tuple(timing.microseconds_per_pass, timing.passed);
+          },
+          py::arg("value"),
           py::arg("iters"))
       .def("memo_log_kinds", [](const GuardManager& self) {
         py::dict counts;

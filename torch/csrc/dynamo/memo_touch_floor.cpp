@@ -7,23 +7,28 @@
 
 namespace dynamo_guards {
 
-void collect_memo_touch_addresses(const GuardManager& manager, std::vector<const void*>& addresses) {
+void collect_memo_touch_addresses(const GuardManager& manager, std::vector<const void*>& addresses, bool tensors) {
   const SubtreeMemo* memo = manager.memo();
   if (memo == nullptr || !memo->has_log()) {
     for (const auto& accessor : manager.accessors()) {
-      collect_memo_touch_addresses(*accessor->child(), addresses);
+      collect_memo_touch_addresses(*accessor->child(), addresses, tensors);
     }
     return;
   }
   memo->for_each_step([&](MemoStep::Kind kind, void* object, const MemoStep& step) {
-    addresses.push_back(object);
     if (kind == MemoStep::Kind::Tensor) {
-      addresses.push_back(reinterpret_cast<const void*>(step.c));  // the TensorImpl
-      if (const void* autograd_meta = memo->tensor_record(step).autograd_meta) {
-        addresses.push_back(autograd_meta);
+      if (tensors) {
+        addresses.push_back(object);
+        addresses.push_back(reinterpret_cast<const void*>(step.c));  // the TensorImpl
+        if (const void* autograd_meta = memo->tensor_record(step).autograd_meta) {
+          addresses.push_back(autograd_meta);
+        }
       }
-    } else if (kind == MemoStep::Kind::Walk) {
-      collect_memo_touch_addresses(*static_cast<const GuardAccessor*>(step.b)->child(), addresses);
+      return;
+    }
+    addresses.push_back(object);
+    if (kind == MemoStep::Kind::Walk) {
+      collect_memo_touch_addresses(*static_cast<const GuardAccessor*>(step.b)->child(), addresses, tensors);
     }
   });
 }

@@ -26,8 +26,11 @@
 namespace dynamo_guards {
 
 // Appends the addresses a check of `manager`'s subtree reads at least (see
-// above), in the order a check reads them. Nothing is dereferenced.
-void collect_memo_touch_addresses(const GuardManager& manager, std::vector<const void*>& addresses);
+// above), in the order a check reads them. Nothing is dereferenced. Without
+// `tensors`, a Tensor step's three addresses are left out (the tensor
+// floor, memo_tensor_floor.h, reads those; the benchmark's check floor adds
+// the two).
+void collect_memo_touch_addresses(const GuardManager& manager, std::vector<const void*>& addresses, bool tensors);
 
 struct TouchTiming {
   double microseconds_per_pass;
