@@ -49,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "#### Summary: check time per call, median µs; floors, warm and in situ: touch, loading one word of"
         " every object the fork's logs name; tensor, the fork's tensor comparisons alone; leaves, the root's leaf"
         " guards alone (torch's ambient guards); floor, the check floor: the call, the root's leaf guards, the"
-        " other objects the logs name and the tensor comparisons; tags/<floor>: the most"
+        " reads through Python attribute code, the other objects the logs name and the tensor comparisons;"
+        " tags/<floor>: the most"
         " the fork could gain over stock with dict tags if its check cost nothing beyond that floor"
     )
     print(format_summary(reports))

@@ -131,8 +131,9 @@ FLOOR_KEYS: tuple[str, ...] = tuple(key for _, _, key in FLOOR_COLUMNS)
 # Stock with dict tags over a floor: the most the fork could gain over it
 # if its check cost nothing beyond that floor (the touch floor: loading the
 # objects its logs name; the tensor floor: its tensor comparisons alone;
-# the check floor: the call, the root's leaf guards, the other objects the
-# logs name and the tensor comparisons, the parts every check runs).
+# the check floor: the call, the root's leaf guards, the reads through
+# Python attribute code, the other objects the logs name and the tensor
+# comparisons, the parts every check runs).
 # (header, check key, floor key).
 FLOOR_RATIOS: tuple[tuple[str, str, str], ...] = (
     ("warm tags/touch", "warm_check_us", "memo_touch_floor_us"),

@@ -15,6 +15,7 @@ import torch
 from dynamo_guards import _C as fork
 
 from guard_bench.capture import CapturedFrame
+from guard_bench.python_reads import reads_of_one_check, replayer
 
 CheckFn = Callable[[], bool]
 Stats = dict[str, float]
@@ -138,13 +139,28 @@ def empty_check_floor(frame: CapturedFrame) -> FloorTimer:
     return timed
 
 
+def python_reads_floor(frame: CapturedFrame) -> FloorTimer:
+    """The reads one fork check of the frame makes through Python attribute
+    code, replayed (``python_reads.py``; a Python loop drives the replay,
+    which overstates it by the loop's own cost, tens of ns per read)."""
+    replay = replayer(reads_of_one_check(make_check([frame], direct_fork=True)))
+
+    def timed(passes: int) -> float:
+        start = time.perf_counter_ns()
+        for _ in range(passes):
+            replay()
+        return (time.perf_counter_ns() - start) / 1000 / passes
+
+    return timed
+
+
 def check_floor(frame: CapturedFrame) -> FloorTimer:
     """What every sound fork check of the frame runs at least, in the order
-    the check runs it: the call, the root's leaf guards, one word of every
-    other object the memo logs name, and the tensor comparisons. Each part
-    is timed on its own, one after the other; their sum leaves out the
-    check's own bookkeeping."""
-    parts = [empty_check_floor(frame), root_leaves_floor(frame)]
+    the check runs it: the call, the root's leaf guards, the reads through
+    Python attribute code, one word of every other object the memo logs
+    name, and the tensor comparisons. Each part is timed on its own, one
+    after the other; their sum leaves out the check's own bookkeeping."""
+    parts = [empty_check_floor(frame), root_leaves_floor(frame), python_reads_floor(frame)]
     managers = top_memoized_managers(frame.wrapper.fork_root)
     parts.append(lambda passes: sum(mgr.memo_touch_floor_us(passes, tensors=False)[0] for mgr in managers))
     parts.append(tensor_floor(frame))
