@@ -109,11 +109,13 @@ from guard_bench.timing import (
     FLOORS,
     CheckFn,
     Stats,
+    check_floor,
     make_check,
     measure_end_to_end,
     measure_in_situ,
     measure_floor,
     measure_in_situ_floor,
+    measure_paired_floor_ratio,
     measure_warm,
 )
 
@@ -209,12 +211,23 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         fork_frames = runs["fork"].frames if "fork" in runs else []
         memoized = bool(fork_frames) and all(f.is_fork for f in fork_frames)
         floors: dict[str, dict[str, float]] = {}
+        tags_over_check_floor: dict[str, float] = {}
         if memoized:
             for name, floor in FLOORS:
                 floors[f"{name}_us"] = {"fork": measure_floor(fork_frames, bench.rounds, floor)}
                 floors[f"{name}_in_situ_us"] = {
                     "fork": measure_in_situ_floor(fork_frames, eager_forward, bench.in_situ_rounds, floor)
                 }
+            if "stock_dict_tags" in checks:
+                tags_over_check_floor = measure_paired_floor_ratio(
+                    checks["stock_dict_tags"],
+                    fork_frames,
+                    check_floor,
+                    eager_forward,
+                    bench.rounds,
+                    bench.in_situ_rounds,
+                    bench.warm_batch_s,
+                )
 
     problems = {engine: list(run.problems) for engine, run in runs.items()}
     for name, count in in_situ_failures.items():
@@ -229,6 +242,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         "warm_check_us": warm,
         "in_situ_check_us": in_situ,
         **{key: floors.get(key, {}) for key in FLOOR_KEYS},
+        "tags_over_check_floor": tags_over_check_floor,
         "end_to_end": {engine: run.end_to_end for engine, run in runs.items()},
         "build_init_s": {engine: run.build_init_s for engine, run in runs.items()},
         "build_guards_s": {engine: run.build_guards_s for engine, run in runs.items()},

@@ -34,6 +34,10 @@ def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str
         ("warm check (us)", medians(result["warm_check_us"]), "{:.2f}"),
         ("in situ check (us)", medians(result["in_situ_check_us"]), "{:.2f}"),
         *((label, result.get(key, {}), "{:.2f}") for label, _, key in FLOOR_COLUMNS),
+        *(
+            (f"tags/check floor, {when.replace('_', ' ')} (x)", {"fork": ratio_value}, "{:.1f}")
+            for when, ratio_value in result.get("tags_over_check_floor", {}).items()
+        ),
         ("e2e guard overhead (us)", {e: v["overhead_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guarded call (us)", {e: v["guarded_call_us"]["median"] for e, v in e2e.items()}, "{:.1f}"),
         ("e2e guard share of call (%)", {e: guard_share_percent(v) for e, v in e2e.items()}, "{:.1f}"),
@@ -130,18 +134,20 @@ FLOOR_KEYS: tuple[str, ...] = tuple(key for _, _, key in FLOOR_COLUMNS)
 
 # Stock with dict tags over a floor: the most the fork could gain over it
 # if its check cost nothing beyond that floor (the touch floor: loading the
-# objects its logs name; the tensor floor: its tensor comparisons alone;
-# the check floor: the call, the root's leaf guards, the reads through
-# Python attribute code, the other objects the logs name and the tensor
-# comparisons, the parts every check runs).
+# objects its logs name; the tensor floor: its tensor comparisons alone).
 # (header, check key, floor key).
 FLOOR_RATIOS: tuple[tuple[str, str, str], ...] = (
     ("warm tags/touch", "warm_check_us", "memo_touch_floor_us"),
     ("situ tags/touch", "in_situ_check_us", "memo_touch_floor_in_situ_us"),
     ("warm tags/tensor", "warm_check_us", "tensor_floor_us"),
     ("situ tags/tensor", "in_situ_check_us", "tensor_floor_in_situ_us"),
-    ("warm tags/floor", "warm_check_us", "check_floor_us"),
-    ("situ tags/floor", "in_situ_check_us", "check_floor_in_situ_us"),
+)
+# Stock with dict tags over the check floor (timing.check_floor: every part
+# of a check that no engine can skip), timed back to back round by round
+# (timing.measure_paired_floor_ratio): (header, when).
+PAIRED_FLOOR_RATIOS: tuple[tuple[str, str], ...] = (
+    ("warm tags/floor", "warm"),
+    ("situ tags/floor", "in_situ"),
 )
 
 
@@ -157,7 +163,8 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
     headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + [h for _, h, _ in FLOOR_COLUMNS]
     headers += [h for h, _, _ in SUMMARY_RATIOS] + [h for h, _, _ in FLOOR_RATIOS]
     widths = [18, 8] + [11] * len(SUMMARY_COLUMNS) + [12] * len(FLOOR_COLUMNS)
-    widths += [16] * len(SUMMARY_RATIOS) + [17] * len(FLOOR_RATIOS)
+    headers += [h for h, _ in PAIRED_FLOOR_RATIOS]
+    widths += [16] * len(SUMMARY_RATIOS) + [17] * (len(FLOOR_RATIOS) + len(PAIRED_FLOOR_RATIOS))
     lines = ["".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}" for i, (h, w) in enumerate(zip(headers, widths)))]
     lines.append("-" * len(lines[0]))
     for report in reports:
@@ -174,5 +181,7 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
                 format_number("{:.1f}x", ratio(median_of(result, key, "stock_dict_tags"), result.get(floor_key, {}).get("fork", NAN)))
                 for _, key, floor_key in FLOOR_RATIOS
             ]
+            paired = result.get("tags_over_check_floor", {})
+            cells += [format_number("{:.1f}x", paired.get(when, NAN)) for _, when in PAIRED_FLOOR_RATIOS]
             lines.append("".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
     return "\n".join(lines)

@@ -202,6 +202,41 @@ def measure_in_situ_floor(
     return statistics.median(samples)
 
 
+def measure_paired_floor_ratio(
+    check: CheckFn,
+    frames: Sequence[CapturedFrame],
+    floor: FloorFn,
+    eager_forward: Callable[[], Any],
+    rounds: int,
+    in_situ_rounds: int,
+    batch_s: float,
+) -> dict[str, float]:
+    """``check`` (another engine's) over the fork's ``floor``, timed back to
+    back round by round so that both see the same phase of a shared
+    machine: warm, a batch of checks then 200 passes of the floor; in situ,
+    one check and one pass, each right after its own eager forward pass.
+    Medians of the per-round ratios."""
+    batch = batch_size_for(check, batch_s)
+    warm: list[float] = []
+    in_situ: list[float] = []
+    with no_gc():
+        for _ in range(rounds):
+            timers = [floor(frame) for frame in frames]
+            time_batch_us(check, WARM_UP_CALLS)
+            check_us = time_batch_us(check, batch)
+            warm.append(check_us / sum(timer(200) for timer in timers))
+        eager_forward()
+        for _ in range(in_situ_rounds):
+            timers = [floor(frame) for frame in frames]
+            eager_forward()
+            start = time.perf_counter_ns()
+            check()
+            check_us = (time.perf_counter_ns() - start) / 1e3
+            eager_forward()
+            in_situ.append(check_us / sum(timer(1) for timer in timers))
+    return {"warm": statistics.median(warm), "in_situ": statistics.median(in_situ)}
+
+
 def time_batch_us(check: CheckFn, n: int) -> float:
     start = time.perf_counter_ns()
     for _ in range(n):
