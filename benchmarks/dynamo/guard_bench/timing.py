@@ -86,8 +86,14 @@ def touch_floor(frame: CapturedFrame) -> FloorTimer:
     and AutogradMeta (no comparison, no unmemoized part of the tree)."""
     root = frame.wrapper.fork_root
     root.check(frame.f_locals)
+    return memo_touches(root, tensors=True)
+
+
+def memo_touches(root: Any, tensors: bool) -> FloorTimer:
+    """The touch floor of the root's top memoized managers, with or without
+    each Tensor step's tensor, TensorImpl and AutogradMeta."""
     managers = top_memoized_managers(root)
-    return lambda passes: sum(mgr.memo_touch_floor_us(passes)[0] for mgr in managers)
+    return lambda passes: sum(mgr.memo_touch_floor_us(passes, tensors=tensors)[0] for mgr in managers)
 
 
 def tensor_floor(frame: CapturedFrame) -> FloorTimer:
@@ -128,15 +134,7 @@ def empty_check_floor(frame: CapturedFrame) -> FloorTimer:
     benchmark calls every engine's check: the price of calling a check."""
     empty = fork.RootGuardManager()
     empty.finalize()
-    check, f_locals = empty.check, frame.f_locals
-
-    def timed(passes: int) -> float:
-        start = time.perf_counter_ns()
-        for _ in range(passes):
-            check(f_locals)
-        return (time.perf_counter_ns() - start) / 1000 / passes
-
-    return timed
+    return functools.partial(time_batch_us, functools.partial(empty.check, frame.f_locals))
 
 
 def python_reads_floor(frame: CapturedFrame) -> FloorTimer:
@@ -144,14 +142,7 @@ def python_reads_floor(frame: CapturedFrame) -> FloorTimer:
     code, replayed (``python_reads.py``; a Python loop drives the replay,
     which overstates it by the loop's own cost, tens of ns per read)."""
     replay = replayer(reads_of_one_check(make_check([frame], direct_fork=True)))
-
-    def timed(passes: int) -> float:
-        start = time.perf_counter_ns()
-        for _ in range(passes):
-            replay()
-        return (time.perf_counter_ns() - start) / 1000 / passes
-
-    return timed
+    return functools.partial(time_batch_us, replay)
 
 
 def check_floor(frame: CapturedFrame) -> FloorTimer:
@@ -160,10 +151,13 @@ def check_floor(frame: CapturedFrame) -> FloorTimer:
     Python attribute code, one word of every other object the memo logs
     name, and the tensor comparisons. Each part is timed on its own, one
     after the other; their sum leaves out the check's own bookkeeping."""
-    parts = [empty_check_floor(frame), root_leaves_floor(frame), python_reads_floor(frame)]
-    managers = top_memoized_managers(frame.wrapper.fork_root)
-    parts.append(lambda passes: sum(mgr.memo_touch_floor_us(passes, tensors=False)[0] for mgr in managers))
-    parts.append(tensor_floor(frame))
+    parts = [
+        empty_check_floor(frame),
+        root_leaves_floor(frame),
+        python_reads_floor(frame),
+        memo_touches(frame.wrapper.fork_root, tensors=False),
+        tensor_floor(frame),
+    ]
     return lambda passes: sum(part(passes) for part in parts)
 
 
@@ -229,9 +223,7 @@ def measure_paired_floor_ratio(
         for _ in range(in_situ_rounds):
             timers = [floor(frame) for frame in frames]
             eager_forward()
-            start = time.perf_counter_ns()
-            check()
-            check_us = (time.perf_counter_ns() - start) / 1e3
+            check_us = time_batch_us(check, 1)
             eager_forward()
             in_situ.append(check_us / sum(timer(1) for timer in timers))
     return {"warm": statistics.median(warm), "in_situ": statistics.median(in_situ)}
