@@ -1,5 +1,5 @@
 """Per-call cost of the guards added for the audit of reads the trace makes
-without a guard (README, "What the trace reads without a guard").
+without a guard (docs/audit.md, "What the trace reads without a guard").
 
 Each case builds two guard trees through the engine's own API that differ
 only in the guard under test, each holding it once for each of ``--objects``

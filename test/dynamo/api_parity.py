@@ -9,13 +9,13 @@ sample objects built by the same calls in both modules (accessor reprs,
 returned types, failure reports, the printed tree).
 
 ``ALLOWED`` is the one list of differences the project keeps, each with its
-reason; the README's "API differences from torch" table is generated from
-the same entries and test_api_parity.py checks that the two agree and that
-nothing else differs.
+reason; the "API differences from torch" table in docs/api-differences.md
+is generated from the same entries and test_api_parity.py checks that the two
+agree and that nothing else differs.
 
 Run as a script to count the differences:
 ``python test/dynamo/api_parity.py`` (``--all`` lists the allowed ones too,
-``--readme`` prints the README table).
+``--readme`` prints the docs/api-differences.md table).
 """
 
 from __future__ import annotations
@@ -553,7 +553,7 @@ def all_differences() -> dict[str, str]:
 
 
 def readme_table() -> str:
-    """The README's table of allowed differences, generated from ALLOWED."""
+    """The table of allowed differences in docs/api-differences.md, generated from ALLOWED."""
     rows = ["| difference | reason |", "|---|---|"]
     rows += [f"| `{key}` | {reason} |" for key, reason in ALLOWED.items()]
     return "\n".join(rows)
@@ -569,7 +569,7 @@ def main(argv: list[str]) -> int:
     for key, detail in sorted(shown.items()):
         marker = "allowed" if key in ALLOWED else "DIFFERS"
         print(f"[{marker}] {key}\n        {detail}")
-    print(f"{len(differences)} API differences from torch, {len(differences) - len(unexplained)} of them listed in the README")
+    print(f"{len(differences)} API differences from torch, {len(differences) - len(unexplained)} of them listed in docs/api-differences.md")
     return 1 if unexplained else 0
 
 

@@ -19,8 +19,8 @@ parameters, buffers and submodules. For every name:
   example), and reordering either OrderedDict with ``move_to_end``. The
   compiled target is the module itself or a function calling it.
 
-``DYNAMO_GUARDS_FUZZ_EXAMPLES`` raises the budgets (the README's
-"Reliability" section gives the longer command); each class prints the
+``DYNAMO_GUARDS_FUZZ_EXAMPLES`` raises the budgets (docs/testing.md,
+"Reliability", gives the longer command); each class prints the
 number of examples run and of divergences found."""
 
 # Owner(s): ["module: dynamo"]

@@ -4,7 +4,7 @@ crash and never an exception left set behind a returned value (CPython
 turns that into a SystemError, so every plain ``check`` below would raise).
 
 ``DYNAMO_GUARDS_FUZZ_EXAMPLES`` raises the budget of the builder fuzz test
-(see the README's "Reliability" section)."""
+(see docs/testing.md, "Reliability")."""
 
 # Owner(s): ["module: dynamo"]
 from __future__ import annotations

@@ -3,8 +3,8 @@ switch only at bytecode boundaries or inside Python code the engine calls
 (lambda guards, getattr fallbacks), so each check sees some interleaving of
 whole mutations: the verdict must be that of the old state or the new one, and nothing may crash or raise.
 
-``DYNAMO_GUARDS_CONCURRENCY_SECONDS`` lengthens each run (see the README's
-"Reliability" section)."""
+``DYNAMO_GUARDS_CONCURRENCY_SECONDS`` lengthens each run (see docs/testing.md,
+"Reliability")."""
 
 # Owner(s): ["module: dynamo"]
 from __future__ import annotations

@@ -3,7 +3,7 @@ drops the frame, keeps no guarded object alive longer than stock torch does,
 and leaves reference counts balanced on every evaluation path.
 
 ``DYNAMO_GUARDS_LIFETIME_FRAMES`` raises the number of frames compiled and
-discarded (see the README's "Reliability" section); the test prints the
+discarded (see docs/testing.md, "Reliability"); the test prints the
 process's resident memory before and after, for both engines."""
 
 # Owner(s): ["module: dynamo"]

@@ -1,5 +1,5 @@
-"""Reads torch 2.13's trace makes without a guard, found by the audit in the
-README ("What the trace reads without a guard"), one test per mutation.
+"""Reads torch 2.13's trace makes without a guard, found by the audit in
+docs/audit.md ("What the trace reads without a guard"), one test per mutation.
 
 Each test compiles a module, calls it, mutates what the trace read, and calls
 again, under stock torch and under the fork. The fork must equal eager after

@@ -3,7 +3,7 @@
 Each factory returns a callable ``predicate(value) -> bool`` (optionally with
 ``explain(value) -> str``) that the C++ PythonPredicateGuard calls. They use
 the very torch APIs that torch's own guards consult, so the verdicts agree.
-These kinds are marked "python" in the README's coverage table.
+These kinds are marked "python" in the coverage table of docs/coverage.md.
 """
 
 from __future__ import annotations
