@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=${1:-.venv-3.11/bin/python}
+PY=${1:-.venv-3.11-torch2.13.0/bin/python}
 shift || true
 # cmake and ninja come from the venv, as they do for `pip install -e .`.
 export PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"

@@ -9,7 +9,10 @@ Usage (``make bench`` runs it once per interpreter, then report.py)::
     python benchmarks/dynamo/guard_overhead.py --list           # known models
 
 Engines
-    ``stock``            torch 2.13 defaults.
+    ``stock``            the running torch release's defaults (the header line
+                         and the JSON's ``stock_config`` give the settings
+                         that differ between releases, e.g. 2.14 turned
+                         ``use_lamba_guard_for_object_aliasing`` off).
     ``stock_dict_tags``  torch with ``use_recursive_dict_tags_for_guards=True``
                          (patched in while compiling; the tag-safe marking is
                          done when the tree is built).
@@ -294,9 +297,16 @@ def callgrind_child(spec: ModelSpec, calls: int, directory: str) -> int:
     return 0
 
 
+# Dynamo settings that decide what stock's guard tree holds (and the fork
+# overrides while it builds: dynamo_guards/install.py), reported as the
+# running release has them.
+STOCK_SETTINGS = ("use_recursive_dict_tags_for_guards", "use_lamba_guard_for_object_aliasing", "skip_nnmodule_hook_guards")
+
+
 def environment() -> dict[str, Any]:
     return {
         "torch": torch.__version__,
+        "stock_config": {name: getattr(torch._dynamo.config, name) for name in STOCK_SETTINGS},
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),

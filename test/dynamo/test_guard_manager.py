@@ -1873,17 +1873,23 @@ class NumThreads:
 
 
 class BackendFlag:
-    """Flips a boolean flag of a torch.backends module for the block."""
+    """Flips a boolean flag of a torch.backends module for the block. The
+    module's fp32_precision, which flipping allow_tf32 sets, is restored
+    too (on torch 2.15 restoring allow_tf32 alone leaves 'ieee' where
+    'none' was)."""
 
     def __init__(self, owner: Any, name: str) -> None:
         self.owner, self.name = owner, name
 
     def __enter__(self):
         self.previous = getattr(self.owner, self.name)
+        self.previous_precision = getattr(self.owner, "fp32_precision", None)
         setattr(self.owner, self.name, not self.previous)
 
     def __exit__(self, *exc):
         setattr(self.owner, self.name, self.previous)
+        if self.previous_precision is not None:
+            self.owner.fp32_precision = self.previous_precision
 
 
 class DefaultDtype:

@@ -4,7 +4,8 @@ docs/audit.md ("What the trace reads without a guard"), one test per mutation.
 Each test compiles a module, calls it, mutates what the trace read, and calls
 again, under stock torch and under the fork. The fork must equal eager after
 every step. Where stock torch 2.13 is stale the test checks that it still is,
-so the audit table's "stock stale" column stays true; where stock is right the
+so the audit table's "stock stale" column stays true (per release: a
+test passes ``stock_stale=STALE_BEFORE_2_15`` where stock 2.15 fixed it); where stock is right the
 fork must recompile exactly when stock does.
 
 Classes are defined inside each ``make`` so that a class patched in the stock
@@ -28,6 +29,13 @@ from torch import nn
 from torch._dynamo.test_case import run_tests, TestCase
 
 from scenario import fork_used_everywhere, Step, stock_and_fork
+
+from dynamo_guards.torch_release import RUNNING
+
+# Stock torch 2.15 guards these reads (bitwise float constants, a classmethod's
+# code, the class attributes before the one a method is found on); earlier
+# releases do not (docs/audit.md).
+STALE_BEFORE_2_15 = RUNNING is not None and RUNNING < (2, 15)
 
 
 def call_module(module: Any, args: Any) -> Any:
@@ -199,7 +207,7 @@ class TestClassConstants(StaleResultTestCase):
         def mutate(state):
             type(state.target).eps = -0.0
 
-        self.check(with_class_constant(0.0), mutate, stock_stale=True)
+        self.check(with_class_constant(0.0), mutate, stock_stale=STALE_BEFORE_2_15)
 
     def test_class_int_replaced_by_equal_float(self):
         def mutate(state):
@@ -275,7 +283,7 @@ class TestCodeSwapped(StaleResultTestCase):
         def mutate(state):
             vars(type(state.target))["helper"].__func__.__code__ = new_code("def f(cls, x): return x + 100")
 
-        self.check(with_classmethod_helper, mutate, stock_stale=True)
+        self.check(with_classmethod_helper, mutate, stock_stale=STALE_BEFORE_2_15)
 
     def test_staticmethod_code_swapped(self):
         # torch guards a staticmethod's function by its own source (its
@@ -463,7 +471,7 @@ class TestFloatConstantSign(StaleResultTestCase):
         def mutate(state):
             type(state.target).K = -0.0
 
-        self.check(with_class_constant_read_through_type(0.0), mutate, stock_stale=True)
+        self.check(with_class_constant_read_through_type(0.0), mutate, stock_stale=STALE_BEFORE_2_15)
 
     def test_class_float_read_through_type_replaced_by_equal_float(self):
         def mutate(state):
@@ -472,7 +480,7 @@ class TestFloatConstantSign(StaleResultTestCase):
         self.check(with_class_constant_read_through_type(1e-3), mutate, stock_stale=False)
 
     def test_global_zero_replaced_by_negative_zero(self):
-        self.check(reading_global("EPS", 0.0, divide_by_eps), set_global("EPS", -0.0), stock_stale=True)
+        self.check(reading_global("EPS", 0.0, divide_by_eps), set_global("EPS", -0.0), stock_stale=STALE_BEFORE_2_15)
 
     def test_global_float_replaced_by_equal_float(self):
         self.check(reading_global("SCALE", 1e-3, divide_by_scale), set_global("SCALE", float("1e-3")), stock_stale=False)
@@ -481,7 +489,7 @@ class TestFloatConstantSign(StaleResultTestCase):
         self.check(reading_global("SCALE", 1e-3, divide_by_scale), set_global("SCALE", 0.5), stock_stale=False)
 
     def test_global_tuple_zero_replaced_by_negative_zero(self):
-        self.check(reading_global("PAIR", (0.0, 1.0), divide_by_pair), set_global("PAIR", (-0.0, 1.0)), stock_stale=True)
+        self.check(reading_global("PAIR", (0.0, 1.0), divide_by_pair), set_global("PAIR", (-0.0, 1.0)), stock_stale=STALE_BEFORE_2_15)
 
 
 def with_shadowed_class_attribute() -> nn.Module:
@@ -596,7 +604,7 @@ class TestModuleCallPatched(StaleResultTestCase):
         self.check(
             hooked_layered_in_function,
             lambda state: setattr(type(submodule_of(state)), "__call__", plus_100),
-            stock_stale=True,
+            stock_stale=STALE_BEFORE_2_15,
         )
 
 

@@ -48,6 +48,7 @@ log = logging.getLogger("dynamo_guards")
 USER_ERRORS: tuple[type[BaseException], ...] = (ConstraintViolationError, TorchDynamoException)
 
 SERIALIZED_GUARDS = "serialized guards"
+LOADED_PACKAGE = "loaded package"
 ENGINE_ERROR = "engine error"
 
 _counts: collections.Counter[str] = collections.Counter()
@@ -56,7 +57,9 @@ _counts: collections.Counter[str] = collections.Counter()
 def fallback_counts() -> dict[str, int]:
     """Frames built by stock torch since the process started (or the last
     ``reset_fallback_counts()``), by reason: ``"serialized guards"``
-    (save_guards / caching_precompile) and ``"engine error"``."""
+    (save_guards / caching_precompile), ``"loaded package"`` (torch 2.14+:
+    guards rebuilt under a saved package's LocalState) and
+    ``"engine error"``."""
     return dict(_counts)
 
 
@@ -106,16 +109,19 @@ def drop_engine_guards(output_graph: Any) -> None:
         guards.track_guard_by_source(guard)
 
 
-# The Guard fields torch 2.13's builder writes (``Guard.set_export_info``,
-# ``_unserializable``), with the value a guard has before any build. The
-# others are fixed before the build: source and create function, the stacks
+# The Guard fields a build writes (``Guard.set_export_info``,
+# ``_unserializable``; torch 2.15 also ``_force_dict_keys_match`` when it
+# saves guards), with the value a guard has before any build. The others are
+# fixed before the build: source and create function, the stacks
 # GuardsSet.add records, and ``_hash``, a cache of a hash of those.
-_BUILD_WRITTEN_FIELDS: tuple[str, ...] = ("guard_types", "code_list", "obj_weakref", "guarded_class_weakref", "_unserializable")
-_build_written_state = operator.attrgetter(*_BUILD_WRITTEN_FIELDS)
-_UNBUILT_STATE: tuple[Any, ...] = tuple(
-    f.default for f in dataclasses.fields(torch._guards.Guard) if f.name in _BUILD_WRITTEN_FIELDS
+_GUARD_FIELD_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(torch._guards.Guard)}
+_BUILD_WRITTEN_FIELDS: tuple[str, ...] = tuple(
+    name
+    for name in ("guard_types", "code_list", "obj_weakref", "guarded_class_weakref", "_unserializable", "_force_dict_keys_match")
+    if name in _GUARD_FIELD_DEFAULTS
 )
-assert len(_UNBUILT_STATE) == len(_BUILD_WRITTEN_FIELDS), "torch's Guard fields changed"
+_build_written_state = operator.attrgetter(*_BUILD_WRITTEN_FIELDS)
+_UNBUILT_STATE: tuple[Any, ...] = tuple(_GUARD_FIELD_DEFAULTS[name] for name in _BUILD_WRITTEN_FIELDS)
 
 
 def _copied(value: Any) -> Any:

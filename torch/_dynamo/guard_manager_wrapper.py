@@ -25,6 +25,7 @@ from torch.utils._ordered_set import OrderedSet
 
 from dynamo_guards import _C
 from dynamo_guards.delegating_root import DelegatingRootGuardManager
+from dynamo_guards.torch_release import CODE_PARTS_INCLUDE_EPILOGUE_GUARDS, WRAPPER_TAKES_LOCAL_STATE
 from dynamo_guards.tree_printer import format_tree
 
 
@@ -46,12 +47,17 @@ def _fork_root_of(root: Any) -> _C.RootGuardManager | None:
 
 
 class ForkGuardManagerWrapper(stock_guards.GuardManagerWrapper):
-    def __init__(self, root: Any = None) -> None:
+    def __init__(self, root: Any = None, local_state: Any = None) -> None:
         if root is None:
             root = _C.RootGuardManager()
         # None when wrapping a root of stock torch's: then every method is stock's.
         self.fork_root: _C.RootGuardManager | None = _fork_root_of(root)
-        super().__init__(root)
+        if WRAPPER_TAKES_LOCAL_STATE:
+            super().__init__(root, local_state)
+        elif local_state is not None:
+            raise TypeError("this torch's GuardManagerWrapper takes no local_state (torch 2.14 and later do)")
+        else:
+            super().__init__(root)
 
     # -- build time ---------------------------------------------------------
     def finalize(self) -> None:
@@ -108,6 +114,9 @@ class ForkGuardManagerWrapper(stock_guards.GuardManagerWrapper):
                 visit(child)
 
         visit(self.fork_root)
+        if CODE_PARTS_INCLUDE_EPILOGUE_GUARDS:
+            for guard in self.fork_root.get_epilogue_lambda_guards():
+                self.code_parts.extend(part.split("#")[0].rstrip() for part in guard.verbose_code_parts())
 
     # -- run time (debugging and recompile reasons) -------------------------
     def check(self, x: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Wiring the engine into torch 2.13's Dynamo.
+"""Wiring the engine into the Dynamo of torch 2.13, 2.14 and 2.15.
 
 torch/_dynamo/guards.py looks several module-level names up at call time:
 ``GuardManagerWrapper`` (built once per compiled frame), ``DictGuardManager``
@@ -10,13 +10,14 @@ uses them is unaffected.
 
 While the engine builds a frame's guards, ``skip_nnmodule_hook_guards`` is
 off (a hook registered on a module after compilation must recompile; stock
-torch 2.13 keeps calling the compiled code without the hook) and object
+stock torch keeps calling the compiled code without the hook) and object
 aliasing is guarded natively (``_ENGINE_CONFIG``).
 
 A frame the engine cannot take falls back to stock torch for that frame,
 with one log line saying why, and is counted (``fallback_counts()``):
-frames whose guards are serialized (precompile / ``save_guards``), and any
-frame whose build raised in the engine. The stock build then starts from the
+frames whose guards are serialized (precompile / ``save_guards``), frames
+of a loaded package (torch 2.14+), and any frame whose build raised in the
+engine. The stock build then starts from the
 frame as it was before the engine touched it (fallback.py). An error that is
 the user's passes through unchanged.
 """
@@ -38,6 +39,7 @@ from dynamo_guards.fallback import (
     drop_engine_guards,
     ENGINE_ERROR,
     FrameSnapshot,
+    LOADED_PACKAGE,
     record_fallback,
     SERIALIZED_GUARDS,
     USER_ERRORS,
@@ -158,12 +160,53 @@ def _engine_names_in_torch() -> Iterator[None]:
             setattr(builder, name, value)
 
 
-def _stock_fallback_reason(kwargs: dict[str, Any]) -> str | None:
+def _stock_fallback_reason(kwargs: dict[str, Any]) -> tuple[str, str] | None:
+    """(reason, detail) when the frame goes to stock torch before the engine
+    starts; None when the engine builds it."""
     if kwargs.get("save_guards"):
-        return "guards of this frame are serialized (save_guards), which needs torch's own guard tree"
+        return SERIALIZED_GUARDS, "guards of this frame are serialized (save_guards), which needs torch's own guard tree"
     if torch._dynamo.config.caching_precompile:
-        return "caching_precompile serializes guards, which needs torch's own guard tree"
+        return SERIALIZED_GUARDS, "caching_precompile serializes guards, which needs torch's own guard tree"
+    if kwargs.get("guard_build_local_state") is not None:
+        # torch 2.14+: a saved package's guards are rebuilt under the
+        # dispatch-key state it was compiled in, a torch LocalState the
+        # engine cannot read.
+        return LOADED_PACKAGE, "the frame's guards come from a loaded package, rebuilt under its saved torch LocalState"
     return None
+
+
+class _PassThrough:
+    """Exceptions raised during a build by code that is not the engine's
+    (torch's testing hook, ``guard_manager_testing_hook_fn``): they reach
+    the caller once, unchanged, as under stock torch, instead of being
+    taken for an engine failure."""
+
+    def __init__(self) -> None:
+        self.raised: BaseException | None = None
+
+    def wrap(self, hook: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(hook)
+        def run_hook(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return hook(*args, **kwargs)
+            except BaseException as e:
+                self.raised = e
+                raise
+
+        return run_hook
+
+
+@contextlib.contextmanager
+def _testing_hook_passed_through(passthrough: _PassThrough) -> Iterator[None]:
+    hook = stock_guards.guard_manager_testing_hook_fn
+    if hook is None:
+        yield
+        return
+    stock_guards.guard_manager_testing_hook_fn = passthrough.wrap(hook)
+    try:
+        yield
+    finally:
+        stock_guards.guard_manager_testing_hook_fn = hook
 
 
 def _frame_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -181,19 +224,26 @@ def _check_function_manager_init(self: Any, *args: Any, **kwargs: Any) -> None:
     if output_graph is None:
         _original_init(self, *args, **kwargs)  # torch refuses it
         return
-    reason = _stock_fallback_reason(kwargs)
-    if reason is not None:
+    stock_reason = _stock_fallback_reason(kwargs)
+    if stock_reason is not None:
         drop_engine_guards(output_graph)
-        record_fallback(SERIALIZED_GUARDS, _frame_name(args, kwargs), reason, logging.INFO)
+        record_fallback(stock_reason[0], _frame_name(args, kwargs), stock_reason[1], logging.INFO)
         _original_init(self, *args, **kwargs)
         return
     snapshot = FrameSnapshot.take(self, output_graph)
+    passthrough = _PassThrough()
     try:
-        with _engine_names_in_torch(), torch._dynamo.config.patch(**_ENGINE_CONFIG):
+        with (
+            _engine_names_in_torch(),
+            torch._dynamo.config.patch(**_ENGINE_CONFIG),
+            _testing_hook_passed_through(passthrough),
+        ):
             _original_init(self, *args, **kwargs)
     except USER_ERRORS:
         raise
     except Exception as e:  # noqa: BLE001 - any other failure is the engine's: stock builds the frame
+        if e is passthrough.raised:
+            raise
         snapshot.restore()
         drop_engine_guards(output_graph)
         detail = f"the engine could not build them ({type(e).__name__}: {e})"

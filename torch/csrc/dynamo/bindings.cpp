@@ -1,6 +1,8 @@
 // Python bindings: the same class and method names, argument order and
-// return types as torch._C._dynamo.guards in torch 2.13, so torch's own
-// GuardBuilder drives this engine unchanged.
+// return types as torch._C._dynamo.guards of the torch release the engine is
+// built against (2.13, 2.14 or 2.15; what differs is named in
+// torch_release.h), so that release's own GuardBuilder drives this engine
+// unchanged.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -27,6 +29,7 @@
 #include "torch/csrc/dynamo/root_checker.h"
 #include "torch/csrc/dynamo/root_guard_manager.h"
 #include "torch/csrc/dynamo/tensor_match.h"
+#include "torch/csrc/dynamo/torch_release.h"
 #include "torch/csrc/dynamo/value_guards.h"
 #include "torch/csrc/dynamo/watchers.h"
 
@@ -165,6 +168,9 @@ using namespace dynamo_guards;  // NOLINT: the module body below names every eng
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "dynamo_guards' C++ guard engine (torch._C._dynamo.guards-compatible API)";
+  // The torch release whose headers the engine was built against; the
+  // Python side refuses to run it under another (torch_release.py).
+  m.attr("TORCH_RELEASE") = py::make_tuple(torch_release::kMajor, torch_release::kMinor);
   probe_inline_values();
   probe_odict_state();
   register_watchers();
@@ -205,8 +211,14 @@ PYBIND11_MODULE(_C, m) {
   LeafClass<DICT_LENGTH>(m, "DICT_LENGTH").def(torch_leaf_init<DICT_LENGTH, py::object>(), root_arg, py::arg("length"), parts_arg, stack_arg);
   LeafClass<TUPLE_ITERATOR_LEN>(m, "TUPLE_ITERATOR_LEN")
       .def(torch_leaf_init<TUPLE_ITERATOR_LEN, py::object, py::object>(), root_arg, py::arg("length"), py::arg("type_id"), parts_arg, stack_arg);
-  LeafClass<FLOAT_IS_NAN>(m, "FLOAT_IS_NAN").def(torch_leaf_init<FLOAT_IS_NAN>(), root_arg, parts_arg, stack_arg);
-  LeafClass<COMPLEX_IS_NAN>(m, "COMPLEX_IS_NAN").def(torch_leaf_init<COMPLEX_IS_NAN>(), root_arg, parts_arg, stack_arg);
+  if constexpr (torch_release::kNanGuardsTakeTheValue) {
+    LeafClass<FLOAT_IS_NAN>(m, "FLOAT_IS_NAN").def(torch_leaf_init<FLOAT_IS_NAN, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+    LeafClass<COMPLEX_IS_NAN>(m, "COMPLEX_IS_NAN")
+        .def(torch_leaf_init<COMPLEX_IS_NAN, py::object>(), root_arg, py::arg("value"), parts_arg, stack_arg);
+  } else {
+    LeafClass<FLOAT_IS_NAN>(m, "FLOAT_IS_NAN").def(torch_leaf_init<FLOAT_IS_NAN>(), root_arg, parts_arg, stack_arg);
+    LeafClass<COMPLEX_IS_NAN>(m, "COMPLEX_IS_NAN").def(torch_leaf_init<COMPLEX_IS_NAN>(), root_arg, parts_arg, stack_arg);
+  }
   LeafClass<DEFAULT_DEVICE>(m, "DEFAULT_DEVICE").def(torch_leaf_init<DEFAULT_DEVICE>(), root_arg, parts_arg, stack_arg);
   LeafClass<DICT_CONTAINS>(m, "DICT_CONTAINS")
       .def(torch_leaf_init<DICT_CONTAINS, bool, py::object>(), root_arg, py::arg("contains"), py::arg("key"), parts_arg, stack_arg);
@@ -220,17 +232,34 @@ PYBIND11_MODULE(_C, m) {
       .def(
           torch_leaf_init<DIMENSION_DYNAMIC_MARKING_GUARD, py::dict, py::list, py::dict>(),
           root_arg, py::arg("expected_attrs"), py::arg("absent_attrs"), py::arg("dependent_attrs"), parts_arg, stack_arg);
-  LeafClass<TENSOR_MATCH>(m, "TENSOR_MATCH")
-      .def(
-          py::init([](const RootGuardManager& /*root*/, py::object value, py::object sizes, py::object strides,
-                      std::string tensor_name, py::list verbose_code_parts, py::object user_stack, py::type pytype,
-                      py::object dispatch_keys) {
-            return std::make_shared<TENSOR_MATCH>(
-                std::move(value), std::move(sizes), std::move(strides), py::str(tensor_name),
-                std::move(verbose_code_parts), std::move(user_stack), std::move(pytype), std::move(dispatch_keys));
+  {
+    LeafClass<TENSOR_MATCH> tensor_match(m, "TENSOR_MATCH");
+    auto init = [](const RootGuardManager& root, py::object value, py::object sizes, py::object strides,
+                   std::string tensor_name, py::list verbose_code_parts, py::object user_stack, py::type pytype,
+                   py::object dispatch_keys, bool device_index_is_current) {
+      return std::make_shared<TENSOR_MATCH>(
+          std::move(value), std::move(sizes), std::move(strides), py::str(tensor_name), std::move(verbose_code_parts),
+          std::move(user_stack), std::move(pytype), std::move(dispatch_keys), root.build_local_state,
+          device_index_is_current);
+    };
+    if constexpr (torch_release::kTensorMatchTakesDeviceIndexIsCurrent) {
+      tensor_match.def(
+          py::init(init), root_arg, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"),
+          parts_arg, py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"),
+          py::arg("device_index_is_current"));
+    } else {
+      tensor_match.def(
+          py::init([init](const RootGuardManager& root, py::object value, py::object sizes, py::object strides,
+                          std::string tensor_name, py::list verbose_code_parts, py::object user_stack, py::type pytype,
+                          py::object dispatch_keys) {
+            return init(root, std::move(value), std::move(sizes), std::move(strides), std::move(tensor_name),
+                        std::move(verbose_code_parts), std::move(user_stack), std::move(pytype),
+                        std::move(dispatch_keys), false);
           }),
           root_arg, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), parts_arg,
           py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"));
+    }
+  }
   LeafClass<LAMBDA_GUARD>(m, "LAMBDA_GUARD")
       .def(
           py::init([](const RootGuardManager& /*root*/, py::function fn, py::list verbose_code_parts, py::object user_stack) {
@@ -501,12 +530,6 @@ PYBIND11_MODULE(_C, m) {
     .def("add_dual_level_match_guard", [](GuardManager& self, py::object level, py::object parts, py::object stack) {
       add_leaf<DUAL_LEVEL_MATCH>(self, make_python_predicate("dual_level_match", py::make_tuple(level)), parts, stack);
     }, py::arg("level"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
-    .def("add_float_is_nan_guard", [](GuardManager& self, py::object parts, py::object stack) {
-      add_leaf<FLOAT_IS_NAN>(self, parts, stack);
-    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
-    .def("add_complex_is_nan_guard", [](GuardManager& self, py::object parts, py::object stack) {
-      add_leaf<COMPLEX_IS_NAN>(self, parts, stack);
-    }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_fake_script_type_match_guard", [](GuardManager& self, py::object fake_type, py::object obj_id, py::object parts, py::object stack) {
       add_leaf<FAKE_SCRIPT_TYPE_MATCH>(self, make_python_predicate("fake_script_type_match", py::make_tuple(fake_type, obj_id)), parts, stack);
     }, py::arg("fake_script_type"), py::arg("type_id"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -533,10 +556,39 @@ PYBIND11_MODULE(_C, m) {
     }, py::arg("name"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_dict_version_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
       add_leaf<DICT_VERSION>(self, value, parts, stack);
-    }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
-    .def("add_tensor_match_guard", [](GuardManager& self, py::object value, py::object sizes, py::object strides, py::object tensor_name, py::object parts, py::object stack, py::object pytype, py::object dispatch_keys) {
-      add_leaf<TENSOR_MATCH>(self, value, sizes, strides, tensor_name, parts, stack, pytype, dispatch_keys);
+    }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  // The builder methods whose signature depends on the torch release.
+  if constexpr (torch_release::kNanGuardsTakeTheValue) {
+    gm.def("add_float_is_nan_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
+        add_leaf<FLOAT_IS_NAN>(self, value, parts, stack);
+      }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+      .def("add_complex_is_nan_guard", [](GuardManager& self, py::object value, py::object parts, py::object stack) {
+        add_leaf<COMPLEX_IS_NAN>(self, value, parts, stack);
+      }, py::arg("value"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  } else {
+    gm.def("add_float_is_nan_guard", [](GuardManager& self, py::object parts, py::object stack) {
+        add_leaf<FLOAT_IS_NAN>(self, parts, stack);
+      }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+      .def("add_complex_is_nan_guard", [](GuardManager& self, py::object parts, py::object stack) {
+        add_leaf<COMPLEX_IS_NAN>(self, parts, stack);
+      }, py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  }
+  auto add_tensor_match = [](GuardManager& self, py::object value, py::object sizes, py::object strides, py::object tensor_name, py::object parts, py::object stack, py::object pytype, py::object dispatch_keys, bool device_index_is_current) {
+    add_leaf<TENSOR_MATCH>(self, value, sizes, strides, tensor_name, parts, stack, pytype, dispatch_keys, self.root()->build_local_state, device_index_is_current);
+  };
+  if constexpr (torch_release::kTensorMatchTakesDeviceIndexIsCurrent) {
+    gm.def("add_tensor_match_guard", add_tensor_match, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), py::arg("verbose_code_parts"), py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"), py::arg("device_index_is_current") = false);
+  } else {
+    gm.def("add_tensor_match_guard", [add_tensor_match](GuardManager& self, py::object value, py::object sizes, py::object strides, py::object tensor_name, py::object parts, py::object stack, py::object pytype, py::object dispatch_keys) {
+      add_tensor_match(self, value, sizes, strides, tensor_name, parts, stack, pytype, dispatch_keys, false);
     }, py::arg("value"), py::arg("sizes"), py::arg("strides"), py::arg("tensor_name"), py::arg("verbose_code_parts"), py::arg("user_stack"), py::arg("pytype"), py::arg("dispatch_keys"));
+  }
+  if constexpr (torch_release::kManagerHasUnoptimizedRelationalGuard) {
+    // torch's tag-safety pass asks it; the engine marks no manager tag safe
+    // (is_tag_safe() is False), and answers as torch would of a manager
+    // with any relational guard.
+    gm.def("has_unoptimized_relational_guard", &GuardManager::has_relational_guard);
+  }
 
   // Accessors, in torch's argument order: key, source, example_value,
   // guard_manager_enum.
@@ -644,8 +696,8 @@ PYBIND11_MODULE(_C, m) {
           },
           py::arg("iters"));
 
-  py::class_<RootGuardManager, GuardManager, std::unique_ptr<RootGuardManager>>(m, "RootGuardManager")
-      .def(py::init<>())
+  py::class_<RootGuardManager, GuardManager, std::unique_ptr<RootGuardManager>> root_manager(m, "RootGuardManager");
+  root_manager.def(py::init<>())
       .def("check", [](RootGuardManager& self, py::handle f_locals) { return self.check_fast(f_locals.ptr()); })
       .def(
           "tensor_floor",
@@ -678,6 +730,16 @@ PYBIND11_MODULE(_C, m) {
       .def("add_epilogue_lambda_guard", [](RootGuardManager& self, py::object fn, py::object parts, py::object stack) {
         self.add_epilogue_guard(std::make_shared<LAMBDA_GUARD>(fn, parts, stack));
       }, py::arg("guard_check_fn"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none());
+  if constexpr (torch_release::kRootHasLocalState) {
+    // The dispatch-key state TENSOR_MATCH guards on the tree apply, as an
+    // opaque object (torch's LocalState shows no fields either).
+    py::class_<TensorLocalState>(m, "LocalState").def(py::init([] { return TensorLocalState::capture(); }));
+    root_manager.def("get_local_state", [](const RootGuardManager& self) { return self.build_local_state; })
+        .def("set_local_state", [](RootGuardManager& self, const TensorLocalState& state) { self.build_local_state = state; });
+  }
+  if constexpr (torch_release::kRootHasCompileOnOneRank) {
+    root_manager.def("set_compile_on_one_rank", [](RootGuardManager& self, bool value) { self.compile_on_one_rank = value; });
+  }
 
   // ---- relational guards ----
   m.def("install_no_tensor_aliasing_guard", [](py::list managers, py::list tensor_names, py::object parts, py::object stack) {
@@ -726,13 +788,15 @@ PYBIND11_MODULE(_C, m) {
   // They are torch's own objects (dict_version is the engine's, below).
   py::module_ torch_guards = py::module_::import("torch._C._dynamo.guards");
   for (const char* name :
-       {"GlobalStateGuard", "TensorGuards", "check_obj_id", "check_type_id", "assert_size_stride", "assert_alignment",
+       {"GlobalStateGuard", "TensorGuards", "check_obj_id", "check_type_id", "assert_size_stride", "assert_size_stride_grouped", "assert_alignment",
         "copy_if_misaligned", "compute_overlapping_tensors", "set_is_in_mode_without_ignore_compile_internals",
         "_empty_strided_cpu", "_empty_strided_cpu_pinned", "_empty_strided_cuda", "_empty_strided_mtia",
         "_empty_strided_xpu", "_reinterpret_tensor", "_torchinductor_get_thp_dtype", "_torchinductor_get_thp_layout",
         "_torchinductor_get_thp_memory_format", "_torchinductor_pyobject_tensor_data_ptr",
         "_torchinductor_thp_device_new", "_torchinductor_thp_variable_wrap", "_torchinductor_thputils_unpack_int"}) {
-    m.attr(name) = torch_guards.attr(name);
+    if (py::hasattr(torch_guards, name)) {  // assert_size_stride_grouped: torch 2.14 and later
+      m.attr(name) = torch_guards.attr(name);
+    }
   }
 
   m.attr("MAX_TREE_DEPTH") = GuardManager::kMaxTreeDepth;
@@ -786,7 +850,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   // The evaluation of every guard kind the builder can add: the source of
-  // the README's coverage table (test_guard_manager checks the two agree).
+  // the coverage table (docs/coverage.md) (test_guard_manager checks the two agree).
   m.def("guard_kinds", []() {
     py::dict kinds;
     for (const char* k : {"TYPE_MATCH", "ID_MATCH", "EQUALS_MATCH", "NONE_MATCH", "NOT_NONE", "TRUE_MATCH", "FALSE_MATCH",

@@ -8,6 +8,8 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/PyInterpreter.h>
 
+#include "torch/csrc/dynamo/torch_release.h"
+
 namespace dynamo_guards {
 
 namespace {
@@ -30,12 +32,17 @@ constexpr std::array<c10::DeviceType, GlobalStateSnapshot::kAutocastDevices> kAu
 
 GlobalStateSnapshot GlobalStateSnapshot::capture() {
   const at::Context& ctx = at::globalContext();
-  GlobalStateSnapshot s;
+  GlobalStateSnapshot s{};
   s.grad_mode = at::GradMode::is_enabled();
   s.torch_function_state = static_cast<uint8_t>(at::impl::PythonTorchFunctionTLS::get_disabled_state());
   s.deterministic_algorithms = ctx.deterministicAlgorithms();
   s.deterministic_algorithms_warn_only = ctx.deterministicAlgorithmsWarnOnly();
-  s.allow_tf32 = ctx.allowTF32CuBLAS();
+  if constexpr (torch_release::kGlobalStateComparesCudaMatmulPrecision) {
+    s.cuda_matmul_precision =
+        static_cast<uint8_t>(ctx.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL));
+  } else {
+    s.allow_tf32 = ctx.allowTF32CuBLAS();
+  }
   s.allow_fp16_reduce = static_cast<uint8_t>(ctx.allowFP16ReductionCuBLAS());
   s.allow_bf16_reduce = static_cast<uint8_t>(ctx.allowBF16ReductionCuBLAS());
   s.num_threads = at::get_num_threads();
@@ -52,6 +59,7 @@ bool GlobalStateSnapshot::operator==(const GlobalStateSnapshot& o) const {
   return grad_mode == o.grad_mode && torch_function_state == o.torch_function_state &&
       deterministic_algorithms == o.deterministic_algorithms &&
       deterministic_algorithms_warn_only == o.deterministic_algorithms_warn_only && allow_tf32 == o.allow_tf32 &&
+      cuda_matmul_precision == o.cuda_matmul_precision &&
       allow_fp16_reduce == o.allow_fp16_reduce && allow_bf16_reduce == o.allow_bf16_reduce &&
       num_threads == o.num_threads && default_dtype == o.default_dtype &&
       autocast_cache_enabled == o.autocast_cache_enabled && autocast_enabled == o.autocast_enabled &&

@@ -13,14 +13,17 @@
 
 namespace dynamo_guards {
 
-// The fields torch's GlobalStateGuard compares, read natively.
+// The fields torch's GlobalStateGuard compares, read natively. Which CUDA
+// matmul field it compares depends on the release (torch_release.h); the
+// field a release does not compare stays zero in every snapshot.
 struct GlobalStateSnapshot {
   static constexpr size_t kAutocastDevices = 10;
   bool grad_mode;
   uint8_t torch_function_state;  // at::impl::TorchFunctionDisabledState
   bool deterministic_algorithms;
   bool deterministic_algorithms_warn_only;
-  bool allow_tf32;
+  bool allow_tf32;                // 2.13, 2.14: allowTF32CuBLAS()
+  uint8_t cuda_matmul_precision;  // 2.15: float32Precision(CUDA, MATMUL), at::Float32Precision
   uint8_t allow_fp16_reduce;
   uint8_t allow_bf16_reduce;
   int32_t num_threads;

@@ -17,7 +17,7 @@ namespace dynamo_guards {
 
 namespace py = pybind11;
 
-// How a kind of guard is evaluated, for the README's coverage table.
+// How a kind of guard is evaluated, for the coverage table (docs/coverage.md).
 enum class Evaluation { Native, PythonCallable };
 
 class LeafGuard {

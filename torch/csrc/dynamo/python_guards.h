@@ -1,7 +1,7 @@
 // Leaf guards that evaluate a Python callable. LAMBDA_GUARD is the builder's
 // own escape hatch; the other kinds are rare ones whose exact semantics live
 // in Python (torch internals) and are reproduced by calling the same Python
-// code, listed as "python" in the README's coverage table.
+// code, listed as "python" in the coverage table (docs/coverage.md).
 #pragma once
 
 #include "torch/csrc/dynamo/leaf_guard.h"

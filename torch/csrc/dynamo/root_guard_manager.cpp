@@ -75,6 +75,8 @@ void RootGuardManager::register_relation(std::shared_ptr<RelationalState> state)
 std::unique_ptr<RootGuardManager> RootGuardManager::clone_root(const py::object& keep) const {
   auto copy = std::make_unique<RootGuardManager>();
   copy->compile_id = compile_id;
+  copy->build_local_state = build_local_state;
+  copy->compile_on_one_rank = compile_on_one_rank;
   copy->epilogue_ = epilogue_;
   clone_contents_into(*copy, copy.get(), keep);
   return copy;

@@ -4,6 +4,7 @@
 
 #include "torch/csrc/dynamo/guard_manager.h"
 #include "torch/csrc/dynamo/relational_guards.h"
+#include "torch/csrc/dynamo/tensor_expectation.h"
 
 namespace dynamo_guards {
 
@@ -44,6 +45,14 @@ class RootGuardManager : public GuardManager {
   }
 
   std::string compile_id;
+  // The dispatch-key state TENSOR_MATCH guards built on this tree apply to
+  // the tensor's keys: the thread's state when the root was made (a build
+  // runs on one thread, under one state), or the one set_local_state gave
+  // (torch 2.14: a loaded package's saved state).
+  TensorLocalState build_local_state = TensorLocalState::capture();
+  // torch 2.15: the frame was compiled on one rank (TENSOR_MATCH guards
+  // then come with device_index_is_current); kept for introspection.
+  bool compile_on_one_rank = false;
 
  private:
   bool finalized_ = false;

@@ -1,11 +1,14 @@
 #include "torch/csrc/dynamo/tensor_match.h"
 
+#include <ATen/DeviceAccelerator.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include <sstream>
 
@@ -109,8 +112,12 @@ TENSOR_MATCH::TENSOR_MATCH(
     py::object parts,
     py::object stack,
     py::object pytype,
-    py::object dispatch_keys)
-    : LeafGuard(std::move(parts), std::move(stack)), pytype_(std::move(pytype)) {
+    py::object dispatch_keys,
+    const TensorLocalState& build_state,
+    bool device_index_is_current)
+    : LeafGuard(std::move(parts), std::move(stack)),
+      pytype_(std::move(pytype)),
+      device_index_is_current_(device_index_is_current) {
   if (!THPVariable_Check(value.ptr())) {
     throw py::type_error(std::string("TENSOR_MATCH needs a tensor, got ") + Py_TYPE(value.ptr())->tp_name);
   }
@@ -128,7 +135,7 @@ TENSOR_MATCH::TENSOR_MATCH(
       PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(pytype_.ptr()), reinterpret_cast<PyTypeObject*>(THPVariableClass));
   const uint64_t raw_keys = dispatch_keys.attr("raw_repr")().cast<uint64_t>();
   expected_.dispatch_keys =
-      effective_keys(TensorLocalState::capture(), c10::DispatchKeySet(c10::DispatchKeySet::RAW, raw_keys));
+      effective_keys(build_state, c10::DispatchKeySet(c10::DispatchKeySet::RAW, raw_keys));
   expected_.dtype = static_cast<int8_t>(t.scalar_type());
   expected_.device_index = t.device().index();
   expected_.requires_grad = t.requires_grad();
@@ -213,6 +220,9 @@ bool tensor_matches_static(const TensorExpectation& expected, PyObject* value, c
 }
 
 bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const {
+  if (device_index_is_current_) {
+    return matches_current_device(value, state);
+  }
   if (expected_.all_static) {
     return tensor_matches_static(expected_, value, state);
   }
@@ -220,7 +230,25 @@ bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const
   return t != nullptr && symbolic_sizes_match(*t, expected_.dim, sizes_, strides_);
 }
 
+bool TENSOR_MATCH::matches_current_device(PyObject* value, const TensorLocalState& state) const {
+  TensorExpectation expected = expected_;
+  try {
+    expected.device_index = at::accelerator::getDeviceIndex();
+  } catch (const std::exception&) {
+    return false;  // no accelerator to be current on: the tensor cannot be on it
+  }
+  if (expected.all_static) {
+    return tensor_matches_static(expected, value, state);
+  }
+  const at::Tensor* t = matching_tensor(expected, value, state);
+  return t != nullptr && symbolic_sizes_match(*t, expected.dim, sizes_, strides_);
+}
+
 void TENSOR_MATCH::record(MemoRecorder& recorder, PyObject* value) {
+  if (device_index_is_current_) {
+    recorder.leaf(this, value);
+    return;
+  }
   // check() passed, so `value` is a tensor. Its TensorImpl and autograd
   // metadata are logged as addresses to prefetch, never to read through.
   c10::TensorImpl* impl = THPVariable_Unpack(value).unsafeGetTensorImpl();
@@ -251,9 +279,19 @@ std::string TENSOR_MATCH::mismatch(PyObject* value) const {
         << ", actual " << t.scalar_type();
     return out.str();
   }
-  if (t.device().index() != expected_.device_index) {
+  int expected_index = expected_.device_index;
+  if (device_index_is_current_) {
+    try {
+      expected_index = at::accelerator::getDeviceIndex();
+    } catch (const std::exception&) {
+      out << "tensor '" << tensor_name_ << "' Tensor device index mismatch. Expected the current accelerator's, "
+          << "and there is no accelerator";
+      return out.str();
+    }
+  }
+  if (t.device().index() != expected_index) {
     out << "tensor '" << tensor_name_ << "' Tensor device index mismatch. Expected device index to be "
-        << expected_.device_index << ", actual " << static_cast<int>(t.device().index());
+        << expected_index << ", actual " << static_cast<int>(t.device().index());
     return out.str();
   }
   if (t.requires_grad() != expected_.requires_grad) {
@@ -298,23 +336,45 @@ namespace {
 // Names TensorImpl's protected fields for offsetof; never constructed.
 // offsetof on a class with virtual functions is conditionally supported;
 // GCC and Clang give the layout of the headers the engine is built
-// against, which is the wheel's. The offsets only aim prefetches.
+// against, which is the wheel's. The offsets only aim prefetches, but what
+// they assume of the layout is asserted below, so that a torch release
+// that moves these fields fails the build, not a prefetch.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 struct TensorImplFields : c10::TensorImpl {
-  static TensorMetadataLayout layout() {
-    TensorMetadataLayout l{};
-    // autograd_meta_ (private) is declared right after storage_.
-    l.impl_begin = static_cast<uint16_t>(offsetof(TensorImplFields, storage_) + sizeof(c10::Storage));
-    l.impl_end = static_cast<uint16_t>(offsetof(TensorImplFields, key_set_) + sizeof(c10::DispatchKeySet));
-    l.requires_grad = static_cast<uint16_t>(offsetof(torch::autograd::AutogradMeta, requires_grad_));
-    return l;
-  }
+  // Where the autograd_meta_ pointer (private) lies: declared right after storage_.
+  static constexpr size_t autograd_meta_pointer();
+  // Past key_set_.
+  static constexpr size_t key_set_end();
 };
+constexpr size_t TensorImplFields::autograd_meta_pointer() {
+  return offsetof(TensorImplFields, storage_) + sizeof(c10::Storage);
+}
+constexpr size_t TensorImplFields::key_set_end() {
+  return offsetof(TensorImplFields, key_set_) + sizeof(c10::DispatchKeySet);
+}
+constexpr size_t kRequiresGradOffset = offsetof(torch::autograd::AutogradMeta, requires_grad_);
 #pragma GCC diagnostic pop
+
+static_assert(sizeof(c10::Storage) == sizeof(void*), "TensorImpl::storage_ is one intrusive pointer");
+static_assert(
+    TensorImplFields::key_set_end() >= TensorImplFields::autograd_meta_pointer() + sizeof(void*) + sizeof(c10::DispatchKeySet),
+    "TensorImpl::key_set_ follows storage_ and the autograd_meta_ pointer");
+static_assert(TensorImplFields::key_set_end() <= sizeof(c10::TensorImpl), "key_set_ lies inside TensorImpl");
+static_assert(TensorImplFields::key_set_end() <= UINT16_MAX, "TensorMetadataLayout holds 16-bit offsets");
+static_assert(
+    std::is_same_v<decltype(torch::autograd::AutogradMeta::requires_grad_), bool>,
+    "AutogradMeta::requires_grad_ is the bool a tensor check reads");
+static_assert(
+    kRequiresGradOffset >= sizeof(void*) && kRequiresGradOffset + sizeof(bool) <= sizeof(torch::autograd::AutogradMeta),
+    "AutogradMeta::requires_grad_ lies inside AutogradMeta, past its vtable pointer");
 
 }  // namespace
 
-const TensorMetadataLayout kTensorMetadataLayout = TensorImplFields::layout();
+const TensorMetadataLayout kTensorMetadataLayout = {
+    static_cast<uint16_t>(TensorImplFields::autograd_meta_pointer()),
+    static_cast<uint16_t>(TensorImplFields::key_set_end()),
+    static_cast<uint16_t>(kRequiresGradOffset),
+};
 
 }  // namespace dynamo_guards

@@ -29,6 +29,12 @@ class TensorLocalStateScope {
 };
 
 // Final, so that a memo's Tensor step calls matches() directly.
+//
+// device_index_is_current (torch 2.15, compile-on-one-rank): the tensor's
+// device index is compared with the current accelerator device index at
+// each check, not with the index it had when compiled. Such a guard is
+// never inlined into a memo log (record() logs it as a plain leaf), since
+// the expected index is not a fact of the build.
 class TENSOR_MATCH final : public LeafGuard {
  public:
   TENSOR_MATCH(
@@ -39,7 +45,9 @@ class TENSOR_MATCH final : public LeafGuard {
       py::object parts,
       py::object stack,
       py::object pytype,
-      py::object dispatch_keys);
+      py::object dispatch_keys,
+      const TensorLocalState& build_state,
+      bool device_index_is_current = false);
   bool check(PyObject* value) override;
   // check() with the evaluation's dispatch state already in hand: a memo
   // reads it once for all its tensors.
@@ -53,7 +61,11 @@ class TENSOR_MATCH final : public LeafGuard {
   // Empty string when `value` matches, else why not (cold).
   std::string mismatch(PyObject* value) const;
 
+  // matches() for a device_index_is_current guard.
+  bool matches_current_device(PyObject* value, const TensorLocalState& state) const;
+
   py::object pytype_;  // strong: the exact Python type of the tensor
+  bool device_index_is_current_;
   TensorExpectation expected_;
   // The general case (dynamic dimensions, higher ranks) and the failure text.
   std::vector<std::optional<int64_t>> sizes_;    // nullopt: dynamic

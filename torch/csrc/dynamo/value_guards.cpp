@@ -1,5 +1,6 @@
 #include "torch/csrc/dynamo/value_guards.h"
 
+#include <bit>
 #include <cmath>
 
 #include "torch/csrc/dynamo/immutable_constants.h"
@@ -158,15 +159,49 @@ bool TUPLE_ITERATOR_LEN::check(PyObject* value) {
   return n == length_;
 }
 
-bool FLOAT_IS_NAN::check(PyObject* value) {
-  return PyFloat_CheckExact(value) && std::isnan(PyFloat_AS_DOUBLE(value));
+namespace {
+
+// What float(value) and complex(value) give, or the TypeError they raise.
+double float_value(const py::object& value) {
+  double v = PyFloat_AsDouble(value.ptr());
+  if (v == -1.0 && PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  return v;
 }
+
+std::array<uint64_t, 2> complex_bits(const py::object& value) {
+  Py_complex c = PyComplex_AsCComplex(value.ptr());
+  if (c.real == -1.0 && PyErr_Occurred()) {
+    throw py::error_already_set();
+  }
+  return {std::bit_cast<uint64_t>(c.real), std::bit_cast<uint64_t>(c.imag)};
+}
+
+}  // namespace
+
+FLOAT_IS_NAN::FLOAT_IS_NAN(py::object expected, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), expected_bits_(std::bit_cast<uint64_t>(float_value(expected))) {}
+
+bool FLOAT_IS_NAN::check(PyObject* value) {
+  if (!PyFloat_CheckExact(value)) {
+    return false;
+  }
+  double v = PyFloat_AS_DOUBLE(value);
+  return expected_bits_ ? std::bit_cast<uint64_t>(v) == *expected_bits_ : std::isnan(v);
+}
+
+COMPLEX_IS_NAN::COMPLEX_IS_NAN(py::object expected, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), expected_bits_(complex_bits(expected)) {}
 
 bool COMPLEX_IS_NAN::check(PyObject* value) {
   if (!PyComplex_CheckExact(value)) {
     return false;
   }
   Py_complex c = PyComplex_AsCComplex(value);
+  if (expected_bits_) {
+    return std::bit_cast<uint64_t>(c.real) == (*expected_bits_)[0] && std::bit_cast<uint64_t>(c.imag) == (*expected_bits_)[1];
+  }
   return std::isnan(c.real) || std::isnan(c.imag);
 }
 

@@ -2,6 +2,9 @@
 // singleton-ness, length and a few scalar predicates.
 #pragma once
 
+#include <array>
+#include <optional>
+
 #include "torch/csrc/dynamo/leaf_guard.h"
 
 namespace dynamo_guards {
@@ -131,18 +134,30 @@ class TUPLE_ITERATOR_LEN : public LeafGuard {
   uintptr_t type_id_;
 };
 
-// value is a float NaN / a complex with a NaN part.
+// value is a float NaN / a complex with a NaN part. Built without a value
+// (torch 2.13, 2.14) any such NaN passes; built with the NaN the trace saw
+// (torch 2.15: torch_release.h, kNanGuardsTakeTheValue) only a value of the
+// same bits passes, part by part for a complex: NaNs differ in sign and
+// payload, which math.copysign and struct.pack tell apart.
 class FLOAT_IS_NAN : public LeafGuard {
  public:
   using LeafGuard::LeafGuard;
+  FLOAT_IS_NAN(py::object expected, py::object parts, py::object stack);  // a float, or what float() takes
   bool check(PyObject* value) override;
   const char* kind() const override { return "FLOAT_IS_NAN"; }
+
+ private:
+  std::optional<uint64_t> expected_bits_;
 };
 class COMPLEX_IS_NAN : public LeafGuard {
  public:
   using LeafGuard::LeafGuard;
+  COMPLEX_IS_NAN(py::object expected, py::object parts, py::object stack);  // a complex, or what complex() takes
   bool check(PyObject* value) override;
   const char* kind() const override { return "COMPLEX_IS_NAN"; }
+
+ private:
+  std::optional<std::array<uint64_t, 2>> expected_bits_;  // real, imaginary
 };
 
 // torch.utils._device.CURRENT_DEVICE still equals its value at build time.
