@@ -674,5 +674,57 @@ class TestGuardedByTorch(StaleResultTestCase):
         self.check(partial_reader, mutate, stock_stale=False)
 
 
+def with_container_subclass(base: type, read: Callable[[Any, torch.Tensor], torch.Tensor], items: Any) -> Callable[[], nn.Module]:
+    """A module holding an instance of a fresh subclass of ``base`` that
+    adds nothing, read in forward by ``read(container, x)``."""
+
+    def make() -> nn.Module:
+        container_type = type(f"My{base.__name__.capitalize()}", (base,), {})
+
+        class Net(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.items = container_type(items)
+
+            def forward(self, x):
+                return read(self.items, x)
+
+        return Net()
+
+    return make
+
+
+def set_on_items_class(name: str, value: Any) -> Callable[[Any], None]:
+    return lambda state: setattr(type(state.target.items), name, value)
+
+
+class ContainerSubclassTests(StaleResultTestCase):
+    """A list or dict subclass keeps its base type's dunder when compiled (torch
+    2.15 decides ``[]``, ``in`` and ``iter`` through
+    ``inspect.getattr_static``; the trace also looks the dunder up through
+    ``lookup_class_mro_attr``, where the fork's CLASS_ATTR_LOOKUP guards
+    it), then the subclass gains its own."""
+
+    def test_list_subclass_getitem_added_to_class(self):
+        make = with_container_subclass(list, lambda items, x: x * items[0], [2.0, 3.0])
+        self.check(make, set_on_items_class("__getitem__", lambda self, i: 10.0), stock_stale=True)
+
+    def test_list_subclass_contains_added_to_class(self):
+        make = with_container_subclass(list, lambda items, x: x * float(2.0 in items), [2.0, 3.0])
+        self.check(make, set_on_items_class("__contains__", lambda self, v: False), stock_stale=True)
+
+    def test_list_subclass_iter_added_to_class(self):
+        make = with_container_subclass(list, lambda items, x: x * sum(v for v in items), [2.0, 3.0])
+        self.check(make, set_on_items_class("__iter__", lambda self: iter([7.0])), stock_stale=True)
+
+    def test_dict_subclass_getitem_added_to_class(self):
+        make = with_container_subclass(dict, lambda items, x: x * items["a"], {"a": 2.0})
+        self.check(make, set_on_items_class("__getitem__", lambda self, k: 10.0), stock_stale=True)
+
+    def test_list_subclass_len_added_to_class(self):
+        make = with_container_subclass(list, lambda items, x: x * len(items), [2.0, 3.0])
+        self.check(make, set_on_items_class("__len__", lambda self: 5), stock_stale=False)  # torch guards len() by calling it
+
+
 if __name__ == "__main__":
     run_tests()
