@@ -24,7 +24,7 @@ def load(paths: Sequence[str]) -> list[dict[str, Any]]:
     for path in paths:
         with open(path) as f:
             reports.append(json.load(f))
-    return sorted(reports, key=lambda report: tuple(int(p) for p in report["environment"]["python"].split(".")[:2]))
+    return sorted(reports, key=lambda report: (report["environment"]["torch"], tuple(int(p) for p in report["environment"]["python"].split(".")[:2])))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports = load(args.reports)
     for report in reports:
         environment = report["environment"]
-        print(f"#### CPython {environment['python']}, torch {environment['torch']}")
+        stock_config = ", ".join(f"{k}={v}" for k, v in environment.get("stock_config", {}).items())
+        print(f"#### CPython {environment['python']}, torch {environment['torch']} (stock: {stock_config or 'defaults'})")
         if not args.summary_only:
             for result in report["results"]:
                 print(format_table(result, environment["python"]) + "\n")

@@ -11,7 +11,7 @@ guard's cost on the check path. Two layouts per case:
 * walked: each object is a frame local of its own, a subtree too small to
   memoize, so a call walks it.
 
-    .venv-3.11/bin/python benchmarks/dynamo/stale_guard_costs.py --objects 1000
+    .venv-3.11-torch2.13.0/bin/python benchmarks/dynamo/stale_guard_costs.py --objects 1000
 
 Medians over ``--rounds`` interleaved batches; the two trees of a case are
 timed alternately, so machine noise hits both alike. Report the difference,

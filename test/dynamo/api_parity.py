@@ -1,4 +1,4 @@
-"""Where ``dynamo_guards._C`` differs from torch 2.13's ``torch._C._dynamo.guards``.
+"""Where ``dynamo_guards._C`` differs from the running torch's ``torch._C._dynamo.guards`` (2.13, 2.14 or 2.15).
 
 Both modules are introspected the same way: the public names, each class's
 bases and members, the pybind signatures in ``__doc__`` (torch's bindings are

@@ -1,4 +1,4 @@
-"""dynamo_guards._C against torch 2.13's torch._C._dynamo.guards: the
+"""dynamo_guards._C against the running torch's torch._C._dynamo.guards: the
 introspected differences are exactly the list in docs/api-differences.md,
 and calls written the way torch's own engine-level tests make them behave the
 same on both modules."""

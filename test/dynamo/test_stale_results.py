@@ -1,12 +1,13 @@
-"""Reads torch 2.13's trace makes without a guard, found by the audit in
-docs/audit.md ("What the trace reads without a guard"), one test per mutation.
+"""Reads Dynamo's trace makes without a guard (torch 2.13 to 2.15), found by
+the audit in docs/audit.md ("What the trace reads without a guard"), one
+test per mutation.
 
 Each test compiles a module, calls it, mutates what the trace read, and calls
 again, under stock torch and under the fork. The fork must equal eager after
-every step. Where stock torch 2.13 is stale the test checks that it still is,
-so the audit table's "stock stale" column stays true (per release: a
-test passes ``stock_stale=STALE_BEFORE_2_15`` where stock 2.15 fixed it); where stock is right the
-fork must recompile exactly when stock does.
+every step. Where stock torch is stale the test checks that it still is, so
+the audit table's "stock stale" column stays true on the running release
+(``stock_stale=STALE_BEFORE_2_15`` where stock 2.15 fixed it); where stock
+is right the fork must recompile exactly when stock does.
 
 Classes are defined inside each ``make`` so that a class patched in the stock
 run is not the class the fork run compiles."""

@@ -31,7 +31,7 @@ def write_plot(reports: Sequence[dict[str, Any]], path: str) -> None:
     import matplotlib.pyplot as plt
 
     groups = [
-        (f"{result['model']}\npy{report['environment']['python']}", result)
+        (f"{result['model']}\npy{report['environment']['python']} torch {report['environment']['torch'].split('+')[0]}", result)
         for report in reports
         for result in report["results"]
     ]

@@ -160,17 +160,18 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
     """One line per model and interpreter: medians in µs, the fork's
     floors, the ratios of both stock configurations to the fork, and of stock
     with dict tags to the floors."""
-    headers = ["model", "python"] + [h for h, _, _ in SUMMARY_COLUMNS] + [h for _, h, _ in FLOOR_COLUMNS]
+    headers = ["model", "python", "torch"] + [h for h, _, _ in SUMMARY_COLUMNS] + [h for _, h, _ in FLOOR_COLUMNS]
     headers += [h for h, _, _ in SUMMARY_RATIOS] + [h for h, _, _ in FLOOR_RATIOS]
-    widths = [18, 8] + [11] * len(SUMMARY_COLUMNS) + [12] * len(FLOOR_COLUMNS)
+    widths = [18, 8, 8] + [11] * len(SUMMARY_COLUMNS) + [12] * len(FLOOR_COLUMNS)
     headers += [h for h, _ in PAIRED_FLOOR_RATIOS]
     widths += [16] * len(SUMMARY_RATIOS) + [17] * (len(FLOOR_RATIOS) + len(PAIRED_FLOOR_RATIOS))
-    lines = ["".join(f"{h:<{w}}" if i < 2 else f"{h:>{w}}" for i, (h, w) in enumerate(zip(headers, widths)))]
+    lines = ["".join(f"{h:<{w}}" if i < 3 else f"{h:>{w}}" for i, (h, w) in enumerate(zip(headers, widths)))]
     lines.append("-" * len(lines[0]))
     for report in reports:
         python = report["environment"]["python"]
+        torch_release = report["environment"]["torch"].split("+")[0]
         for result in report["results"]:
-            cells = [result["model"], python]
+            cells = [result["model"], python, torch_release]
             cells += [format_number("{:.1f}", median_of(result, key, engine)) for _, key, engine in SUMMARY_COLUMNS]
             cells += [format_number("{:.1f}", result.get(key, {}).get("fork")) for _, _, key in FLOOR_COLUMNS]
             cells += [
@@ -183,5 +184,5 @@ def format_summary(reports: Sequence[dict[str, Any]]) -> str:
             ]
             paired = result.get("tags_over_check_floor", {})
             cells += [format_number("{:.1f}x", paired.get(when, NAN)) for _, when in PAIRED_FLOOR_RATIOS]
-            lines.append("".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
+            lines.append("".join(f"{c:<{w}}" if i < 3 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths))))
     return "\n".join(lines)
