@@ -14,10 +14,11 @@ shift || true
 export PATH="$(cd "$(dirname "$PY")" && pwd):$PATH"
 
 # The instrumented _C is written into its own package tree, next to symlinks to
-# the Python sources, so the normal in-place torch/_dynamo/_C*.so is never
+# the Python sources, so the _C installed in the venv is never
 # touched and the two builds never share a CMake cache.
-# One tree per interpreter: each builds its own ABI-tagged _C.
-BUILD=$ROOT/build/asan-$("$PY" -c 'import sys; print(sys.implementation.cache_tag)')
+# One tree per venv (an interpreter and a torch release): a tree's CMake
+# cache keeps the torch libraries it found first.
+BUILD=$ROOT/build/asan-$(basename "$(cd "$(dirname "$PY")/.." && pwd)")
 PKG=$BUILD/pkg/dynamo_guards
 mkdir -p "$PKG"
 rm -f "$PKG"/*.py                    # drops links to sources since deleted
