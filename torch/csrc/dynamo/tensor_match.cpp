@@ -219,24 +219,38 @@ bool tensor_matches_static(const TensorExpectation& expected, PyObject* value, c
   return true;
 }
 
-bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const {
-  if (device_index_is_current_) {
-    return matches_current_device(value, state);
+namespace {
+
+// The current accelerator's device index; nullopt when there is no
+// accelerator to be current on (torch's own check raises from the
+// accelerator runtime there).
+std::optional<c10::DeviceIndex> current_accelerator_index() {
+  try {
+    return at::accelerator::getDeviceIndex();
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
-  if (expected_.all_static) {
-    return tensor_matches_static(expected_, value, state);
-  }
-  const at::Tensor* t = matching_tensor(expected_, value, state);
-  return t != nullptr && symbolic_sizes_match(*t, expected_.dim, sizes_, strides_);
 }
 
-bool TENSOR_MATCH::matches_current_device(PyObject* value, const TensorLocalState& state) const {
-  TensorExpectation expected = expected_;
-  try {
-    expected.device_index = at::accelerator::getDeviceIndex();
-  } catch (const std::exception&) {
-    return false;  // no accelerator to be current on: the tensor cannot be on it
+}  // namespace
+
+bool TENSOR_MATCH::matches(PyObject* value, const TensorLocalState& state) const {
+  if (!device_index_is_current_) {
+    return matches_expectation(expected_, value, state);
   }
+  std::optional<c10::DeviceIndex> current = current_accelerator_index();
+  if (!current.has_value()) {
+    return false;  // the tensor cannot be on the current accelerator
+  }
+  TensorExpectation expected = expected_;
+  expected.device_index = *current;
+  return matches_expectation(expected, value, state);
+}
+
+bool TENSOR_MATCH::matches_expectation(
+    const TensorExpectation& expected,
+    PyObject* value,
+    const TensorLocalState& state) const {
   if (expected.all_static) {
     return tensor_matches_static(expected, value, state);
   }
@@ -281,13 +295,13 @@ std::string TENSOR_MATCH::mismatch(PyObject* value) const {
   }
   int expected_index = expected_.device_index;
   if (device_index_is_current_) {
-    try {
-      expected_index = at::accelerator::getDeviceIndex();
-    } catch (const std::exception&) {
+    std::optional<c10::DeviceIndex> current = current_accelerator_index();
+    if (!current.has_value()) {
       out << "tensor '" << tensor_name_ << "' Tensor device index mismatch. Expected the current accelerator's, "
           << "and there is no accelerator";
       return out.str();
     }
+    expected_index = *current;
   }
   if (t.device().index() != expected_index) {
     out << "tensor '" << tensor_name_ << "' Tensor device index mismatch. Expected device index to be "

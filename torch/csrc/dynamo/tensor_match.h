@@ -61,8 +61,9 @@ class TENSOR_MATCH final : public LeafGuard {
   // Empty string when `value` matches, else why not (cold).
   std::string mismatch(PyObject* value) const;
 
-  // matches() for a device_index_is_current guard.
-  bool matches_current_device(PyObject* value, const TensorLocalState& state) const;
+  // matches() against `expected`: expected_, or a copy of it holding the
+  // current accelerator's device index.
+  bool matches_expectation(const TensorExpectation& expected, PyObject* value, const TensorLocalState& state) const;
 
   py::object pytype_;  // strong: the exact Python type of the tensor
   bool device_index_is_current_;
