@@ -700,11 +700,10 @@ def set_on_items_class(name: str, value: Any) -> Callable[[Any], None]:
 
 
 class ContainerSubclassTests(StaleResultTestCase):
-    """A list or dict subclass keeps its base type's dunder when compiled (torch
-    2.15 decides ``[]``, ``in`` and ``iter`` through
-    ``inspect.getattr_static``; the trace also looks the dunder up through
-    ``lookup_class_mro_attr``, where the fork's CLASS_ATTR_LOOKUP guards
-    it), then the subclass gains its own."""
+    """A list or dict subclass keeps its base type's dunder when compiled
+    (the trace asks ``_maybe_get_baseclass_method``, which the fork hooks;
+    torch 2.15 decides ``[]``, ``in`` and ``iter`` there), then the
+    subclass gains its own."""
 
     def test_list_subclass_getitem_added_to_class(self):
         make = with_container_subclass(list, lambda items, x: x * items[0], [2.0, 3.0])

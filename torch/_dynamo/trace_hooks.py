@@ -28,6 +28,15 @@ shadowing ends. A class attribute the trace goes on to use after all (its
 resolve_type_attr step, e.g. once the trace deleted the instance attribute)
 gets CLASS_ATTR_MATCH there.
 
+When the trace decides whether a list, dict, set or tuple subclass keeps
+its base type's dunder (``_maybe_get_baseclass_method``: ``obj[i]``,
+``x in obj``, ``iter(obj)``, ``len(obj)``; torch 2.15 decides most of them
+there, through ``inspect.getattr_static``), torch guards only the type's
+identity; the fork installs the same guard as for a class attribute lookup,
+so a dunder the subclass gains after compiling recompiles. (Some of these
+reads also go through ``lookup_class_mro_attr``, on some interpreters and
+releases, which is why the gap shows only on some configurations.)
+
 When the trace calls a module, torch 2.13 compares ``type(module).__call__``
 and ``module._call_impl`` with nn.Module's own and, when they are and the
 module has no hooks, takes ``type(module).forward`` straight from the class,
@@ -53,7 +62,7 @@ from torch._dynamo.guards import GuardBuilder, install_guard
 from torch._dynamo.source import AttrSource
 from torch._dynamo.variables.builder import SourcelessBuilder
 from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
-from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable
+from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable, UserDefinedVariable
 
 from dynamo_guards.nn_module_attributes import (
     CLASS_ATTR_LOOKUP,
@@ -71,6 +80,7 @@ _original_generic_getattr: Callable[..., Any] | None = None
 _original_module_call: Callable[..., Any] | None = None
 _original_resolve_type_attr: Callable[..., Any] | None = None
 _original_module_attr_source: Callable[..., Any] | None = None
+_original_base_class_method: Callable[..., Any] | None = None
 
 # The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
 # .call_function reads through len() before it inlines ``forward``.
@@ -115,6 +125,28 @@ def _lookup_class_mro_attr(self: Any, name: str) -> object:
     if first_lookup and result is not NO_SUCH_SUBOBJ and self.source is not None:
         install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_LOOKUP, name=name)))
     return result
+
+
+def _base_class_method(self: Any, name: str) -> Any:
+    """The trace asks which object ``type(obj)`` answers ``name`` with
+    (``inspect.getattr_static``), to decide whether a list, dict, set or
+    tuple subclass keeps its base type's ``__getitem__``, ``__contains__``,
+    ``__iter__``, ``__len__``, ... and so whether the compiled code uses the
+    base type's semantics; torch guards only ``type(obj)`` by id. The same
+    guard as a class attribute lookup (CLASS_ATTR_LOOKUP), once per name
+    and variable."""
+    assert _original_base_class_method is not None
+    result = _original_base_class_method(self, name)
+    if result is not None and self.source is not None and isinstance(self, UserDefinedObjectVariable):
+        guarded = self.__dict__.setdefault(_BASE_SLOT_NAMES_GUARDED, set())
+        if name not in guarded:
+            guarded.add(name)
+            install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_LOOKUP, name=name)))
+    return result
+
+
+# Attribute of a UserDefinedObjectVariable: the names _base_class_method guarded.
+_BASE_SLOT_NAMES_GUARDED = "_dynamo_guards_base_slot_names"
 
 
 def _resolve_type_attr(self: Any, tx: Any, name: str, type_attr: Any, source: Any) -> Any:
@@ -166,9 +198,11 @@ def _module_class_attr_source(self: Any, tx: Any, name: str) -> Any:
 
 def install_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
-    global _original_resolve_type_attr, _original_module_attr_source
+    global _original_resolve_type_attr, _original_module_attr_source, _original_base_class_method
     if _original_manual_getattr is not None:
         return
+    _original_base_class_method = UserDefinedVariable._maybe_get_baseclass_method
+    UserDefinedVariable._maybe_get_baseclass_method = _base_class_method  # type: ignore[method-assign]
     _original_module_call = UnspecializedNNModuleVariable.call_function
     UnspecializedNNModuleVariable.call_function = _call_unspecialized_module  # type: ignore[method-assign]
     _original_module_attr_source = UnspecializedNNModuleVariable.get_source_by_walking_mro
@@ -185,9 +219,11 @@ def install_trace_hooks() -> None:
 
 def uninstall_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
-    global _original_resolve_type_attr, _original_module_attr_source
+    global _original_resolve_type_attr, _original_module_attr_source, _original_base_class_method
     if _original_manual_getattr is None:
         return
+    UserDefinedVariable._maybe_get_baseclass_method = _original_base_class_method  # type: ignore[method-assign]
+    _original_base_class_method = None
     UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]
     _original_module_call = None
     UnspecializedNNModuleVariable.get_source_by_walking_mro = _original_module_attr_source  # type: ignore[method-assign]
