@@ -1,6 +1,5 @@
 #include "torch/csrc/dynamo/value_guards.h"
 
-#include <bit>
 #include <cmath>
 
 #include "torch/csrc/dynamo/immutable_constants.h"
@@ -161,47 +160,47 @@ bool TUPLE_ITERATOR_LEN::check(PyObject* value) {
 
 namespace {
 
-// What float(value) and complex(value) give, or the TypeError they raise.
-double float_value(const py::object& value) {
+// float(value) / complex(value) as an exact float / complex (new), or the
+// TypeError they raise.
+py::object exact_float(const py::object& value) {
   double v = PyFloat_AsDouble(value.ptr());
   if (v == -1.0 && PyErr_Occurred()) {
     throw py::error_already_set();
   }
-  return v;
+  return py::reinterpret_steal<py::object>(PyFloat_FromDouble(v));
 }
 
-std::array<uint64_t, 2> complex_bits(const py::object& value) {
+py::object exact_complex(const py::object& value) {
   Py_complex c = PyComplex_AsCComplex(value.ptr());
   if (c.real == -1.0 && PyErr_Occurred()) {
     throw py::error_already_set();
   }
-  return {std::bit_cast<uint64_t>(c.real), std::bit_cast<uint64_t>(c.imag)};
+  return py::reinterpret_steal<py::object>(PyComplex_FromCComplex(c));
 }
 
 }  // namespace
 
 FLOAT_IS_NAN::FLOAT_IS_NAN(py::object expected, py::object parts, py::object stack)
-    : LeafGuard(std::move(parts), std::move(stack)), expected_bits_(std::bit_cast<uint64_t>(float_value(expected))) {}
+    : LeafGuard(std::move(parts), std::move(stack)), expected_(exact_float(expected)) {}
 
 bool FLOAT_IS_NAN::check(PyObject* value) {
   if (!PyFloat_CheckExact(value)) {
     return false;
   }
-  double v = PyFloat_AS_DOUBLE(value);
-  return expected_bits_ ? std::bit_cast<uint64_t>(v) == *expected_bits_ : std::isnan(v);
+  return expected_ ? same_immutable_constant(value, expected_.ptr()) : std::isnan(PyFloat_AS_DOUBLE(value));
 }
 
 COMPLEX_IS_NAN::COMPLEX_IS_NAN(py::object expected, py::object parts, py::object stack)
-    : LeafGuard(std::move(parts), std::move(stack)), expected_bits_(complex_bits(expected)) {}
+    : LeafGuard(std::move(parts), std::move(stack)), expected_(exact_complex(expected)) {}
 
 bool COMPLEX_IS_NAN::check(PyObject* value) {
   if (!PyComplex_CheckExact(value)) {
     return false;
   }
-  Py_complex c = PyComplex_AsCComplex(value);
-  if (expected_bits_) {
-    return std::bit_cast<uint64_t>(c.real) == (*expected_bits_)[0] && std::bit_cast<uint64_t>(c.imag) == (*expected_bits_)[1];
+  if (expected_) {
+    return same_immutable_constant(value, expected_.ptr());
   }
+  Py_complex c = PyComplex_AsCComplex(value);
   return std::isnan(c.real) || std::isnan(c.imag);
 }
 

@@ -2,9 +2,6 @@
 // singleton-ness, length and a few scalar predicates.
 #pragma once
 
-#include <array>
-#include <optional>
-
 #include "torch/csrc/dynamo/leaf_guard.h"
 
 namespace dynamo_guards {
@@ -136,9 +133,10 @@ class TUPLE_ITERATOR_LEN : public LeafGuard {
 
 // value is a float NaN / a complex with a NaN part. Built without a value
 // (torch 2.13, 2.14) any such NaN passes; built with the NaN the trace saw
-// (torch 2.15: torch_release.h, kNanGuardsTakeTheValue) only a value of the
-// same bits passes, part by part for a complex: NaNs differ in sign and
-// payload, which math.copysign and struct.pack tell apart.
+// (torch 2.15: torch_release.h, kNanGuardsTakeTheValue) only the same
+// immutable constant passes (same_immutable_constant: a float or complex of
+// the same bits, part by part): NaNs differ in sign and payload, which
+// math.copysign and struct.pack tell apart.
 class FLOAT_IS_NAN : public LeafGuard {
  public:
   using LeafGuard::LeafGuard;
@@ -147,7 +145,7 @@ class FLOAT_IS_NAN : public LeafGuard {
   const char* kind() const override { return "FLOAT_IS_NAN"; }
 
  private:
-  std::optional<uint64_t> expected_bits_;
+  py::object expected_;  // an exact float; null when built without a value
 };
 class COMPLEX_IS_NAN : public LeafGuard {
  public:
@@ -157,7 +155,7 @@ class COMPLEX_IS_NAN : public LeafGuard {
   const char* kind() const override { return "COMPLEX_IS_NAN"; }
 
  private:
-  std::optional<std::array<uint64_t, 2>> expected_bits_;  // real, imaginary
+  py::object expected_;  // an exact complex; null when built without a value
 };
 
 // torch.utils._device.CURRENT_DEVICE still equals its value at build time.
