@@ -23,15 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch
 import torch._dynamo
 import torch._dynamo.guards
-
-from dynamo_guards.torch_release import RUNNING
-
-STALE_BEFORE_2_15 = RUNNING is not None and RUNNING < (2, 15)
 from torch import nn
 from torch._dynamo.test_case import run_tests, TestCase
 
 import dynamo_guards
-from scenario import fork_used_everywhere, Step, stock_and_fork
+from scenario import fork_used_everywhere, STALE_BEFORE_2_15, Step, stock_and_fork
 
 
 def call_module(module: Any, args: Any) -> Any:

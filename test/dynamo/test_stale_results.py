@@ -29,14 +29,7 @@ import torch.nn.modules.module as module_py
 from torch import nn
 from torch._dynamo.test_case import run_tests, TestCase
 
-from scenario import fork_used_everywhere, Step, stock_and_fork
-
-from dynamo_guards.torch_release import RUNNING
-
-# Stock torch 2.15 guards these reads (bitwise float constants, a classmethod's
-# code, the class attributes before the one a method is found on); earlier
-# releases do not (docs/audit.md).
-STALE_BEFORE_2_15 = RUNNING is not None and RUNNING < (2, 15)
+from scenario import fork_used_everywhere, STALE_BEFORE_2_15, Step, stock_and_fork
 
 
 def call_module(module: Any, args: Any) -> Any:

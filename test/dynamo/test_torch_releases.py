@@ -36,7 +36,6 @@ from scenario import fork_used_everywhere, Step, stock_and_fork
 RUNNING = torch_release.RUNNING
 on_2_14 = unittest.skipUnless(RUNNING is not None and RUNNING >= (2, 14), "torch 2.14 and later")
 on_2_15 = unittest.skipUnless(RUNNING is not None and RUNNING >= (2, 15), "torch 2.15 and later")
-before_2_15 = RUNNING is not None and RUNNING < (2, 15)
 
 
 def nan_with_bits(bits: int) -> float:
@@ -154,7 +153,7 @@ class GlobalStateReleaseTests(TestCase):
             torch.backends.cuda.matmul.fp32_precision = previous
         self.assertTrue(fork_used_everywhere(fork), fork.wrapper_types)
         self.assertEqual(fork.frame_counts, stock.frame_counts, f"stock: {stock}\nfork: {fork}")
-        expected_recompiles = 0 if before_2_15 else 1
+        expected_recompiles = 1 if RUNNING >= (2, 15) else 0  # 2.15 compares the precision itself
         self.assertEqual(stock.frame_counts[2] - stock.frame_counts[1], expected_recompiles)
 
 
@@ -277,6 +276,19 @@ class BuildPathTests(TestCase):
         self.assertIsNotNone(reason)
         self.assertEqual(reason[0], "loaded package")
         self.assertIsNone(_stock_fallback_reason({"guard_build_local_state": None}))
+
+    def test_epilogue_guard_code_parts_collected_as_stock_does(self):
+        # torch 2.15's populate_code_parts_for_debugging also collects the
+        # root's epilogue guards; 2.13 and 2.14 do not.
+        from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
+
+        parts = []
+        for wrapper in (torch._dynamo.guards.GuardManagerWrapper(), ForkGuardManagerWrapper()):
+            wrapper.root.add_epilogue_lambda_guard(lambda f_locals: True, ["epilogue_part  # note"], None)
+            wrapper.populate_code_parts_for_debugging()
+            parts.append(wrapper.code_parts)
+        self.assertEqual(parts[1], parts[0])
+        self.assertEqual(parts[1], ["epilogue_part"] if RUNNING >= (2, 15) else [])
 
     def test_testing_hook_error_passes_through_once_unchanged(self):
         class HookError(AssertionError):

@@ -103,20 +103,23 @@ class ForkGuardManagerWrapper(stock_guards.GuardManagerWrapper):
             return
         relations_seen: set[Any] = set()
 
+        def add_code_parts(guard: Any) -> None:
+            self.code_parts.extend(part.split("#")[0].rstrip() for part in guard.verbose_code_parts())
+
         def visit(mgr: Any) -> None:
             for guard in mgr.get_leaf_guards():
                 if isinstance(guard, _C.RelationalGuard):
                     if guard in relations_seen:
                         continue
                     relations_seen.add(guard)
-                self.code_parts.extend(part.split("#")[0].rstrip() for part in guard.verbose_code_parts())
+                add_code_parts(guard)
             for child in _visit_managers(mgr):
                 visit(child)
 
         visit(self.fork_root)
         if CODE_PARTS_INCLUDE_EPILOGUE_GUARDS:
             for guard in self.fork_root.get_epilogue_lambda_guards():
-                self.code_parts.extend(part.split("#")[0].rstrip() for part in guard.verbose_code_parts())
+                add_code_parts(guard)
 
     # -- run time (debugging and recompile reasons) -------------------------
     def check(self, x: Any) -> bool:
