@@ -719,5 +719,76 @@ class ContainerSubclassTests(StaleResultTestCase):
         self.check(make, set_on_items_class("__len__", lambda self: 5), stock_stale=False)  # torch guards len() by calling it
 
 
+def reading_metaclass_attribute() -> nn.Module:
+    """``type(self).scale`` where ``scale`` lives on the metaclass (and, one
+    level up, on the metaclass's base), and ``type(self).factor()`` a
+    method of the metaclass. The module's class and a plain base in its
+    MRO define neither."""
+
+    class MetaBase(type):
+        scale = 3.0
+
+    class Meta(MetaBase):
+        scale = 2.0
+
+        def factor(cls):
+            return 0.5
+
+    class Base:
+        pass
+
+    class Net(nn.Module, Base, metaclass=Meta):
+        def forward(self, x):
+            return x * type(self).scale + type(self).factor()
+
+    return Net()
+
+
+def metaclass_of(state: Any) -> type:
+    return type(type(state.target))
+
+
+class TestMetaclassAttribute(StaleResultTestCase):
+    """``cls.name`` answered by the metaclass (CPython's ``type_getattro``
+    consults the metaclass's MRO after the class's): torch's trace guards
+    neither that the class lacks the name nor what the metaclass holds; the
+    fork's METACLASS_ATTR_MATCH guards both."""
+
+    def test_metaclass_attribute_reassigned(self):
+        self.check(reading_metaclass_attribute, lambda state: setattr(metaclass_of(state), "scale", -5.0), stock_stale=True)
+
+    def test_metaclass_attribute_deleted(self):
+        # Python then finds the metaclass base's 3.0.
+        self.check(reading_metaclass_attribute, lambda state: delattr(metaclass_of(state), "scale"), stock_stale=True)
+
+    def test_shadowed_metaclass_base_attribute_replaced(self):
+        # The metaclass's own scale still comes first: neither engine
+        # recompiles.
+        self.check(reading_metaclass_attribute, lambda state: setattr(metaclass_of(state).__base__, "scale", 9.0), stock_stale=False)
+
+    def test_metaclass_attribute_replaced_by_equal_float(self):
+        self.check(reading_metaclass_attribute, lambda state: setattr(metaclass_of(state), "scale", float("2.0")), stock_stale=False)
+
+    def test_class_gains_metaclass_attribute_name(self):
+        self.check(reading_metaclass_attribute, lambda state: setattr(type(state.target), "scale", 7.0), stock_stale=True)
+
+    def test_base_class_in_mro_gains_metaclass_attribute_name(self):
+        def mutate(state):
+            base = next(k for k in type(state.target).__mro__ if k.__name__ == "Base")
+            base.scale = 7.0
+
+        self.check(reading_metaclass_attribute, mutate, stock_stale=True)
+
+    def test_metaclass_method_replaced(self):
+        self.check(
+            reading_metaclass_attribute, lambda state: setattr(metaclass_of(state), "factor", lambda cls: -4.0), stock_stale=True
+        )
+
+    def test_metaclass_method_code_swapped(self):
+        def mutate(state):
+            metaclass_of(state).factor.__code__ = (lambda cls: -4.0).__code__
+
+        self.check(reading_metaclass_attribute, mutate, stock_stale=True)
+
 if __name__ == "__main__":
     run_tests()

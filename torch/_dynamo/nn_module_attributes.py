@@ -162,6 +162,43 @@ def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str, inlined: bool = Tru
         FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner.__module__}.{owner.__qualname__}.{name}")
 
 
+def metaclass_lookup(cls: type, name: str) -> tuple[type, Any] | None:
+    """(defining metaclass, object) when Python answers ``cls.name`` from
+    ``type(cls)``'s MRO as a plain attribute or non-data descriptor: the
+    class's own MRO lacks ``name`` and no data descriptor on the metaclass
+    comes first. None otherwise (the class answers, or nothing does)."""
+    if class_lookup(cls, name) is not None:
+        return None
+    found = class_lookup(type(cls), name)
+    if found is None:
+        return None
+    kind = type(found[1])
+    if class_lookup(kind, "__set__") is not None or class_lookup(kind, "__delete__") is not None:
+        return None
+    return found
+
+
+def METACLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
+    """Guard create function for the trace's read of ``cls.name`` (``cls``
+    is ``guard.name``) resolved on the metaclass: no class in ``cls``'s MRO
+    gains ``name`` and the metaclass still answers with the object the
+    trace found; a function there also gets FUNCTION_CODE_MATCH. See
+    module_attr_guards.h."""
+    cls = builder.get(guard)
+    found = metaclass_lookup(cls, name) if isinstance(cls, type) else None
+    if found is None:
+        return
+    owner, expected = found
+    where = f"{guard.name}.{name} from metaclass attribute on {owner.__module__}.{owner.__qualname__}"
+    _install_leaf(
+        builder,
+        guard,
+        where,
+        lambda m, parts, stack: m.add_metaclass_attr_match_guard(name, expected, parts, stack),
+    )
+    FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner.__module__}.{owner.__qualname__}.{name}")
+
+
 def instance_shadows(value: Any, name: str) -> bool:
     """Whether Python answers ``value.name`` from the instance __dict__
     ahead of the class attribute ``name``, in the engine's own verdict

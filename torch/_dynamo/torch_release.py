@@ -15,6 +15,10 @@ What differs, and where it is used:
 - 2.14: ``use_lamba_guard_for_object_aliasing`` defaults to False (2.13:
   True). The engine builds with it False on every release (install.py); the
   benchmark reports stock's value on the running release.
+- 2.14: a class's attribute is traced by
+  ``UserDefinedClassVariable.tp_getattro_impl`` (2.13: ``var_getattr``,
+  the same CPython ``type_getattro`` order). ``CLASS_GETATTR_METHOD``
+  (trace_hooks.py hooks it).
 - 2.15: ``Guard._unserializable`` is ``type | None`` (2.13, 2.14: bool);
   fallback.py takes the unbuilt value from the dataclass default, so it
   needs no name here.
@@ -75,3 +79,4 @@ def _at_least(major: int, minor: int) -> bool:
 
 WRAPPER_TAKES_LOCAL_STATE: bool = _at_least(2, 14)
 CODE_PARTS_INCLUDE_EPILOGUE_GUARDS: bool = _at_least(2, 15)
+CLASS_GETATTR_METHOD: str = "tp_getattro_impl" if _at_least(2, 14) else "var_getattr"

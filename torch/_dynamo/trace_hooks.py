@@ -28,6 +28,16 @@ shadowing ends. A class attribute the trace goes on to use after all (its
 resolve_type_attr step, e.g. once the trace deleted the instance attribute)
 gets CLASS_ATTR_MATCH there.
 
+When the trace reads ``cls.name`` on a class and Python's lookup answers from
+the metaclass (no class in ``cls.__mro__`` has ``name``; the metaclass's
+is not a data descriptor), torch guards nothing about either fact; the fork
+installs METACLASS_ATTR_MATCH on ``cls``, which fails when the metaclass
+stops answering with that object or a class in the MRO gains ``name``.
+
+When the trace finds a global name in builtins (``max``, ``len``), torch
+guards the builtins dict entry only; the fork also guards that the globals
+the read searched first still lack the name (builtin_names.py).
+
 When the trace decides whether a list, dict, set or tuple subclass keeps
 its base type's dunder (``_maybe_get_baseclass_method``: ``obj[i]``,
 ``x in obj``, ``iter(obj)``, ``len(obj)``; torch 2.15 decides most of them
@@ -62,17 +72,27 @@ from torch._dynamo.guards import GuardBuilder, install_guard
 from torch._dynamo.source import AttrSource
 from torch._dynamo.variables.builder import SourcelessBuilder
 from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
-from torch._dynamo.variables.user_defined import NO_SUCH_SUBOBJ, UserDefinedObjectVariable, UserDefinedVariable
+from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+from torch._dynamo.variables.user_defined import (
+    NO_SUCH_SUBOBJ,
+    UserDefinedClassVariable,
+    UserDefinedObjectVariable,
+    UserDefinedVariable,
+)
 
+from dynamo_guards.builtin_names import absence_guard
 from dynamo_guards.nn_module_attributes import (
     CLASS_ATTR_LOOKUP,
     CLASS_ATTR_MATCH,
     falls_through_to_getattr,
     GETATTR_FALLTHROUGH,
+    METACLASS_ATTR_MATCH,
+    metaclass_lookup,
     MODULE_DICTS,
     NN_MODULE_ATTR_RESOLUTION,
     NN_MODULE_CALL_PATH,
 )
+from dynamo_guards.torch_release import CLASS_GETATTR_METHOD
 
 _original_manual_getattr: Callable[..., Any] | None = None
 _original_class_lookup: Callable[..., Any] | None = None
@@ -81,6 +101,8 @@ _original_module_call: Callable[..., Any] | None = None
 _original_resolve_type_attr: Callable[..., Any] | None = None
 _original_module_attr_source: Callable[..., Any] | None = None
 _original_base_class_method: Callable[..., Any] | None = None
+_original_class_getattr: Callable[..., Any] | None = None
+_original_load_builtin: Callable[..., Any] | None = None
 
 # The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
 # .call_function reads through len() before it inlines ``forward``.
@@ -149,6 +171,34 @@ def _base_class_method(self: Any, name: str) -> Any:
 _BASE_SLOT_NAMES_GUARDED = "_dynamo_guards_base_slot_names"
 
 
+def _class_getattr(self: Any, tx: Any, name: str) -> Any:
+    """The trace reads ``cls.name`` along CPython's ``type_getattro`` order;
+    when the answer comes from the metaclass, that it still does is what
+    the compiled code assumes. (A name the trace itself set on the class
+    earlier in the frame is read from its side effects instead.)"""
+    assert _original_class_getattr is not None
+    if (
+        self.source is not None
+        and isinstance(self.value, type)
+        and metaclass_lookup(self.value, name) is not None
+        and not tx.output.side_effects.has_pending_mutation_of_attr(self, name)
+    ):
+        install_guard(self.source.make_guard(functools.partial(METACLASS_ATTR_MATCH, name=name)))
+    return _original_class_getattr(self, tx, name)
+
+
+def _load_builtin(self: Any, inst: Any) -> Any:
+    """LOAD_GLOBAL found ``inst.argval`` missing from the globals and reads
+    builtins: the compiled code is only right while the globals keep
+    lacking it. Installed before the read, which may raise NameError (a
+    global defined later changes that too)."""
+    assert _original_load_builtin is not None
+    guard = absence_guard(self, inst.argval)
+    if guard is not None:
+        install_guard(guard)
+    return _original_load_builtin(self, inst)
+
+
 def _resolve_type_attr(self: Any, tx: Any, name: str, type_attr: Any, source: Any) -> Any:
     """The trace uses the class attribute ``name`` itself: whatever the
     lookup found, its identity (and code) now matter."""
@@ -199,8 +249,13 @@ def _module_class_attr_source(self: Any, tx: Any, name: str) -> Any:
 def install_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
     global _original_resolve_type_attr, _original_module_attr_source, _original_base_class_method
+    global _original_class_getattr, _original_load_builtin
     if _original_manual_getattr is not None:
         return
+    _original_load_builtin = InstructionTranslatorBase.load_builtin
+    InstructionTranslatorBase.load_builtin = _load_builtin  # type: ignore[method-assign]
+    _original_class_getattr = getattr(UserDefinedClassVariable, CLASS_GETATTR_METHOD)
+    setattr(UserDefinedClassVariable, CLASS_GETATTR_METHOD, _class_getattr)
     _original_base_class_method = UserDefinedVariable._maybe_get_baseclass_method
     UserDefinedVariable._maybe_get_baseclass_method = _base_class_method  # type: ignore[method-assign]
     _original_module_call = UnspecializedNNModuleVariable.call_function
@@ -220,8 +275,13 @@ def install_trace_hooks() -> None:
 def uninstall_trace_hooks() -> None:
     global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
     global _original_resolve_type_attr, _original_module_attr_source, _original_base_class_method
+    global _original_class_getattr, _original_load_builtin
     if _original_manual_getattr is None:
         return
+    InstructionTranslatorBase.load_builtin = _original_load_builtin  # type: ignore[method-assign]
+    _original_load_builtin = None
+    setattr(UserDefinedClassVariable, CLASS_GETATTR_METHOD, _original_class_getattr)
+    _original_class_getattr = None
     UserDefinedVariable._maybe_get_baseclass_method = _original_base_class_method  # type: ignore[method-assign]
     _original_base_class_method = None
     UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]

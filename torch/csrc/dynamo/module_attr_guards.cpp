@@ -31,10 +31,8 @@ bool NN_MODULE_ATTR_RESOLUTION::check(PyObject* value) {
   return slot == expected_;
 }
 
-CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
-    : LeafGuard(std::move(parts), std::move(stack)),
-      name_(interned_name(name, "name")),
-      compare_by_value_(is_immutable_constant(expected.ptr())) {
+ClassAttrExpectation::ClassAttrExpectation(py::str name, py::object expected)
+    : name_(std::move(name)), compare_by_value_(is_immutable_constant(expected.ptr())) {
   PyObject* ref = compare_by_value_ ? nullptr : PyWeakref_NewRef(expected.ptr(), nullptr);  // new
   if (ref != nullptr) {
     expected_ = py::reinterpret_steal<py::object>(ref);
@@ -46,7 +44,7 @@ CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::obj
   }
 }
 
-PyObject* CLASS_ATTR_MATCH::expected() const {
+PyObject* ClassAttrExpectation::expected() const {
   if (!expected_is_weakref_) {
     return expected_.ptr();
   }
@@ -54,15 +52,34 @@ PyObject* CLASS_ATTR_MATCH::expected() const {
   return target == Py_None ? nullptr : target;
 }
 
-bool CLASS_ATTR_MATCH::check(PyObject* value) {
-  return cache_.get(Py_TYPE(value), [this](PyTypeObject* type) {
-    PyObject* found = _PyType_Lookup(type, name_.ptr());  // borrowed
+bool ClassAttrExpectation::found_on(PyTypeObject* type) {
+  return cache_.get(type, [this](PyTypeObject* t) {
+    PyObject* found = _PyType_Lookup(t, name_.ptr());  // borrowed
     PyObject* want = expected();
     if (want == nullptr || found == nullptr) {
       return false;
     }
     return found == want || (compare_by_value_ && same_immutable_constant(found, want));
   });
+}
+
+CLASS_ATTR_MATCH::CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)), expectation_(interned_name(name, "name"), std::move(expected)) {}
+
+bool CLASS_ATTR_MATCH::check(PyObject* value) { return expectation_.found_on(Py_TYPE(value)); }
+
+METACLASS_ATTR_MATCH::METACLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack)
+    : LeafGuard(std::move(parts), std::move(stack)),
+      name_(interned_name(name, "name")),
+      on_metaclass_(name_, std::move(expected)) {}
+
+bool METACLASS_ATTR_MATCH::check(PyObject* value) {
+  if (!PyType_Check(value)) {
+    return false;
+  }
+  bool class_lacks_name = class_lacks_name_.get(
+      reinterpret_cast<PyTypeObject*>(value), [this](PyTypeObject* cls) { return _PyType_Lookup(cls, name_.ptr()) == nullptr; });
+  return class_lacks_name && on_metaclass_.found_on(Py_TYPE(value));
 }
 
 CLASS_ATTR_SHADOWED::CLASS_ATTR_SHADOWED(py::object name, py::object parts, py::object stack)

@@ -60,25 +60,18 @@ class NN_MODULE_ATTR_RESOLUTION : public LeafGuard {
   CachedAttrPlan plan_;
 };
 
-// CLASS_ATTR_MATCH: looking `name` up in type(value)'s MRO still finds the
-// very object Dynamo's trace found (a method, property, class constant).
-// Dynamo reads class attributes at trace time and, in torch 2.13, guards
-// only type(value) by id; a method replaced or deleted on the class, or a
-// base class gaining an override, then goes unnoticed.
-//
-// Fast path: the verdict is a ClassVerdictCache. The expected object is held weakly when it supports weak references (a
-// replaced method is not kept alive by the guard), strongly otherwise. An
-// immutable constant (immutable_constants.h) matches an equal one: the trace
-// used its value, so `C.eps = float("1e-3")` keeps the verdict, as stock's.
-// What a function found there runs is FUNCTION_CODE_MATCH's
-// (function_code_match.h): once per function per frame, not per object.
-class CLASS_ATTR_MATCH : public LeafGuard {
+// What a class lookup of `name` must keep finding: the very object the
+// trace found there, or an equal immutable constant. The expected object
+// is held weakly when it supports weak references (a replaced method is not
+// kept alive by the guard), strongly otherwise. An immutable constant
+// (immutable_constants.h) matches an equal one: the trace used its value,
+// so `C.eps = float("1e-3")` keeps the verdict, as stock's. The verdict is
+// a ClassVerdictCache of the type looked up in.
+class ClassAttrExpectation {
  public:
-  CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
-  bool check(PyObject* value) override;
-  const char* kind() const override { return "CLASS_ATTR_MATCH"; }
-  // Pinned by the class's version tag (the class holds the expected object).
-  void record(MemoRecorder& recorder, PyObject* value) override { recorder.type_tag(value); }
+  ClassAttrExpectation(py::str name, py::object expected);
+  // Whether `type`'s MRO lookup of the name finds the expected object.
+  bool found_on(PyTypeObject* type);
 
  private:
   // Borrowed; nullptr once a weakly held object has died.
@@ -89,6 +82,55 @@ class CLASS_ATTR_MATCH : public LeafGuard {
   bool expected_is_weakref_;
   bool compare_by_value_;
   ClassVerdictCache cache_;
+};
+
+// CLASS_ATTR_MATCH: looking `name` up in type(value)'s MRO still finds the
+// very object Dynamo's trace found (a method, property, class constant).
+// Dynamo reads class attributes at trace time and, in torch 2.13, guards
+// only type(value) by id; a method replaced or deleted on the class, or a
+// base class gaining an override, then goes unnoticed. The comparison is a
+// ClassAttrExpectation of type(value). What a function found there runs is
+// FUNCTION_CODE_MATCH's (function_code_match.h): once per function per
+// frame, not per object.
+class CLASS_ATTR_MATCH : public LeafGuard {
+ public:
+  CLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "CLASS_ATTR_MATCH"; }
+  // Pinned by the class's version tag (the class holds the expected object).
+  void record(MemoRecorder& recorder, PyObject* value) override { recorder.type_tag(value); }
+
+ private:
+  ClassAttrExpectation expectation_;
+};
+
+// METACLASS_ATTR_MATCH: `value` is a class whose attribute `name` Python
+// still finds on its metaclass: no class in value's own MRO defines
+// `name`, and type(value)'s MRO lookup still finds the object the trace
+// found there (a ClassAttrExpectation: identity, or an equal immutable
+// constant).
+//
+// type.__getattribute__ consults the metaclass's MRO last, for a name that
+// is not a data descriptor there and that the class's own MRO lacks.
+// Dynamo's trace resolves such a read (`type(self).scale` with `scale`
+// defined on the metaclass) to the metaclass's object and guards neither
+// fact: assigning on the metaclass changes the metaclass, not the class,
+// so nothing pinned by the class notices, and a class gaining `name` would
+// take precedence unseen. (A data descriptor on the metaclass comes first
+// in Python's order; it is another object, so the expectation fails.)
+// Both halves are ClassVerdictCaches, one per type; the memo re-runs the
+// leaf (two tag compares) instead of logging the class's own tag.
+class METACLASS_ATTR_MATCH : public LeafGuard {
+ public:
+  METACLASS_ATTR_MATCH(py::object name, py::object expected, py::object parts, py::object stack);
+  bool check(PyObject* value) override;
+  const char* kind() const override { return "METACLASS_ATTR_MATCH"; }
+  bool may_run_python() const override { return false; }
+
+ private:
+  py::str name_;
+  ClassVerdictCache class_lacks_name_;
+  ClassAttrExpectation on_metaclass_;
 };
 
 // CLASS_ATTR_SHADOWED: `value.name` is still answered by the instance
