@@ -95,7 +95,7 @@ import torch
 from torch import nn
 
 from guard_bench.callgrind import CALLGRIND_BASELINE, build_callgrind_helper, count_instructions, run_callgrind
-from guard_bench.capture import ENGINES, FORK_DIRECT, CapturedFrame, EngineSession, engine_session, tree_size
+from guard_bench.capture import ENGINES, FORK_DIRECT, CapturedFrame, EngineSession, engine_session, outputs_match, tree_size
 from guard_bench.models import (
     DEFAULT_MODELS,
     MODELS,
@@ -144,6 +144,7 @@ class EngineRun:
     problems: list[str]
     keepalive: list[Any]  # output codes whose installed globals the guards read
     fallbacks: int  # frames the fork left to stock torch (dynamo_guards.fallback_count())
+    first_output: Any = None  # the first compiled call's result
 
 
 def guard_failure_reason(frame: CapturedFrame) -> str:
@@ -197,11 +198,14 @@ def run_engine(engine: str, spec: ModelSpec, model: nn.Module, inputs: Inputs, b
         problems=session_problems(session, "during e2e timing") + problems,
         keepalive=session.keepalive,
         fallbacks=session.fallbacks,
+        first_output=session.first_output,
     )
 
 
 def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
     model, inputs = prepare_model(spec)
+    with grad_mode(spec):
+        eager_output = spec.call(model, inputs)
     runs = {engine: run_engine(engine, spec, model, inputs, bench) for engine in ENGINES}
     checks = engine_checks(runs)
 
@@ -251,6 +255,7 @@ def bench_model(spec: ModelSpec, bench: BenchConfig) -> dict[str, Any]:
         "build_guards_s": {engine: run.build_guards_s for engine, run in runs.items()},
         "tree": {engine: run.tree for engine, run in runs.items()},
         "fallbacks": {engine: run.fallbacks for engine, run in runs.items() if engine == "fork"},
+        "equal_to_eager": {engine: outputs_match(run.first_output, eager_output) for engine, run in runs.items()},
         "problems": {name: lines for name, lines in problems.items() if lines},
     }
 

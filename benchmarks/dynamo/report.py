@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from guard_bench.plots import write_plot
 from guard_bench.tables import format_summary, format_table
+from guard_bench.zoo_summary import format_zoo_summary, zoo_results
 
 
 def load(paths: Sequence[str]) -> list[dict[str, Any]]:
@@ -55,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         " the fork could gain over stock with dict tags if its check cost nothing beyond that floor"
     )
     print(format_summary(reports))
+    if any(zoo_results(report) for report in reports):
+        print()
+        print(format_zoo_summary(reports))
     if args.plot:
         write_plot(reports, args.plot)
         print(f"chart: {args.plot}")

@@ -109,6 +109,24 @@ def equals_float(m: Any, obj: Cls, with_guard: bool) -> None:
         d.dict_getitem_manager("count", "x.count", obj.count, PLAIN).add_equals_match_guard(3, ["x.count == 3"], None)
 
 
+def metaclass_attr(m: Any, obj: Cls, with_guard: bool) -> None:
+    """METACLASS_ATTR_MATCH on ``type(x)``: ``Cls.mro`` is answered by the
+    metaclass (``type``)."""
+    t = m.type_manager("type(x)", Cls, PLAIN)
+    if with_guard:
+        t.add_metaclass_attr_match_guard("mro", vars(type)["mro"], ["type(x).mro from type"], None)
+
+
+def global_name_absent(m: Any, obj: Cls, with_guard: bool) -> None:
+    """GLOBAL_NAME_ABSENT's leaf, a DICT_CONTAINS(False), on a dict the
+    subtree already reads (here the object's __dict__ standing in for a
+    module's globals). Walked, the leaf makes the object's subtree four
+    nodes, which the engine memoizes: read the logged row."""
+    d = m.get_generic_dict_manager("x.__dict__", obj.__dict__, PLAIN)
+    if with_guard:
+        d.add_dict_contains_guard(False, "max", ["not ___dict_contains('max', G)"], None)
+
+
 CASES = (
     Case("CLASS_ATTR_MATCH, function", class_attr("method")),
     Case("CLASS_ATTR_MATCH, float constant", class_attr("constant")),
@@ -117,6 +135,8 @@ CASES = (
     Case("CLASS_ATTR_SHADOWED", shadowed),
     Case("ORDERED_DICT_ORDER (3 keys) vs dict", dict_order),
     Case("EQUALS_MATCH float (bits) vs int (==)", equals_float),
+    Case("METACLASS_ATTR_MATCH", metaclass_attr),
+    Case("GLOBAL_NAME_ABSENT (DICT_CONTAINS False)", global_name_absent),
 )
 
 

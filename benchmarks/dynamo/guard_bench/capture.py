@@ -269,6 +269,32 @@ class EngineSession:
     first_frames: list[CapturedFrame] = dataclasses.field(default_factory=list)
     first_builds: list[BuildRecord] = dataclasses.field(default_factory=list)
     keepalive: list[Any] = dataclasses.field(default_factory=list)
+    first_output: Any = None  # what the first compiled call returned
+
+
+def output_tensors(output: Any) -> list[torch.Tensor]:
+    """The tensors of a model's output, in order (a transformers
+    ModelOutput, tuples, lists, dicts; other leaves, such as a KV cache
+    object, are left out)."""
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if hasattr(output, "to_tuple"):
+        output = output.to_tuple()
+    if isinstance(output, dict):
+        output = list(output.values())
+    if isinstance(output, (tuple, list)):
+        return [t for item in output for t in output_tensors(item)]
+    return []
+
+
+def outputs_match(compiled: Any, eager: Any) -> bool:
+    """Whether a compiled call returned what the eager call did: the same
+    tensors, equal up to float rounding."""
+    a, b = output_tensors(compiled), output_tensors(eager)
+    return len(a) == len(b) and all(
+        x.shape == y.shape and x.dtype == y.dtype and torch.allclose(x, y, rtol=1e-4, atol=1e-5, equal_nan=True)
+        for x, y in zip(a, b)
+    )
 
 
 @contextlib.contextmanager
@@ -280,7 +306,7 @@ def engine_session(engine: str, spec: ModelSpec, model: nn.Module, inputs: Input
         session = EngineSession(engine, torch.compile(model, backend="eager"), capture, logs)
         fallbacks_before = dynamo_guards.fallback_count()
         with grad_mode(spec):
-            spec.call(session.compiled, inputs)
+            session.first_output = spec.call(session.compiled, inputs)
         session.fallbacks = dynamo_guards.fallback_count() - fallbacks_before
         session.first_frames = list(capture.frames)
         session.first_builds = list(capture.builds)

@@ -170,6 +170,110 @@ MODELS: dict[str, ModelSpec] = {
 }
 DEFAULT_MODELS: tuple[str, ...] = ("mobilebert", "mlp100", "llama32_decode")
 
+# The zoo: transformers architectures picked for breadth (encoder-only,
+# decoder-only, encoder-decoder, vision), not for how the fork does on them,
+# each from a 2-layer config of width 64 with random weights, in eval mode.
+# Every name a config class does not use is ignored by it, so one dict
+# serves them all; only the vision models need their own shapes.
+ZOO_TEXT_CONFIG: dict[str, Any] = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 1000,
+    "max_position_embeddings": 128,
+    # BERT-like encoders with a factorized embedding (ALBERT, ELECTRA, MobileBERT)
+    "embedding_size": 64,
+    # encoder-decoders (BART family; T5 below)
+    "d_model": 64,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "num_layers": 2,
+    "num_decoder_layers": 2,
+    "num_heads": 4,
+    "d_kv": 16,
+    "d_ff": 128,
+    # GPT-2 and BLOOM names
+    "n_layer": 2,
+    "n_embd": 64,
+    "n_head": 4,
+    "n_positions": 128,
+}
+ZOO_TEXT: tuple[tuple[str, Callable[[nn.Module], Inputs]], ...] = (
+    ("Bert", token_inputs),
+    ("Roberta", token_inputs),
+    ("XLMRoberta", token_inputs),
+    ("DistilBert", token_inputs),
+    ("Albert", token_inputs),
+    ("Electra", token_inputs),
+    ("Deberta", token_inputs),
+    ("DebertaV2", token_inputs),
+    ("MobileBert", token_inputs),
+    ("MPNet", token_inputs),
+    ("ConvBert", token_inputs),
+    ("SqueezeBert", token_inputs),
+    ("RoFormer", token_inputs),
+    ("Nystromformer", token_inputs),
+    ("GPT2", token_inputs),
+    ("GPTNeoX", token_inputs),
+    ("OPT", token_inputs),
+    ("Bloom", token_inputs),
+    ("Llama", token_inputs),
+    ("Mistral", token_inputs),
+    ("Qwen2", token_inputs),
+    ("Qwen3", token_inputs),
+    ("Phi", token_inputs),
+    ("Gemma", token_inputs),
+    ("Gemma2", token_inputs),
+    ("StableLm", token_inputs),
+    ("Olmo", token_inputs),
+    ("T5", encoder_decoder_inputs),
+    ("Bart", encoder_decoder_inputs),
+    ("MBart", encoder_decoder_inputs),
+    ("Pegasus", encoder_decoder_inputs),
+)
+ZOO_VISION_CONFIG: dict[str, Any] = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "image_size": 32,
+    "patch_size": 8,
+}
+ZOO_VISION: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("ViT", {}),
+    ("DeiT", {}),
+    ("Beit", {}),
+    ("Dinov2", {}),
+    ("ConvNext", {"depths": [1, 1], "hidden_sizes": [16, 32]}),
+    ("ResNet", {"depths": [1, 1], "hidden_sizes": [16, 32], "embedding_size": 16}),
+)
+
+
+def fixed_image_inputs(model: nn.Module) -> Inputs:
+    return {"pixel_values": torch.randn((1, 3, 32, 32), generator=_generator())}
+
+
+ZOO: tuple[ModelSpec, ...] = tuple(
+    ModelSpec(f"zoo_{arch.lower()}", _transformers_model(f"{arch}Model", f"{arch}Config", **ZOO_TEXT_CONFIG), inputs)
+    for arch, inputs in ZOO_TEXT
+) + tuple(
+    ModelSpec(
+        f"zoo_{arch.lower()}",
+        _transformers_model(f"{arch}Model", f"{arch}Config", **ZOO_VISION_CONFIG, **shapes),
+        fixed_image_inputs,
+    )
+    for arch, shapes in ZOO_VISION
+)
+MODELS.update((spec.name, spec) for spec in ZOO)
+# --models zoo: every model of the zoo.
+ZOO_GROUP = "zoo"
+
 
 def grad_mode(spec: ModelSpec) -> ContextManager[Any]:
     return torch.enable_grad() if spec.train else torch.no_grad()
@@ -185,11 +289,14 @@ def prepare_model(spec: ModelSpec) -> tuple[nn.Module, Inputs]:
 def selected_models(names: str) -> list[ModelSpec]:
     specs = []
     for name in filter(None, (n.strip() for n in names.split(","))):
+        if name == ZOO_GROUP:
+            specs.extend(ZOO)
+            continue
         if name not in MODELS:
             raise SystemExit(f"unknown model {name!r}; known: {', '.join(MODELS)}")
         specs.append(MODELS[name])
     return specs
 
 
-__all__ = ["DEFAULT_MODELS", "MODELS", "Inputs", "ModelSpec", "ModelUnavailable", "grad_mode", "prepare_model",
+__all__ = ["DEFAULT_MODELS", "MODELS", "ZOO", "ZOO_GROUP", "Inputs", "ModelSpec", "ModelUnavailable", "grad_mode", "prepare_model",
            "selected_models"]
