@@ -31,7 +31,7 @@ export TRANSFORMERS_OFFLINE := 1
 
 RESULTS := benchmarks/dynamo/results
 
-.PHONY: bench bench-timm test sanitize setup
+.PHONY: bench bench-timm bench-zoo test sanitize setup
 
 # Stock vs fork guard latency on the default models, one table per model
 # and interpreter, then a summary over all of them and one chart.
@@ -41,6 +41,15 @@ bench:
 
 test:
 	tools/each_python.sh test $(TEST_CONFIGS)
+
+# The zoo: 37 transformers architectures from small configs (2 layers,
+# width 64; guard_bench/models.py), stock vs fork on each configuration of
+# `make bench`, then one table per configuration: the ratios per model, the
+# median and worst, frames fallen back, compiles that differ from eager.
+# (ZOO_ROUNDS: warm rounds per model, default 10; about 15 minutes per
+# configuration.)
+bench-zoo:
+	tools/each_python.sh bench-zoo $(BENCH_CONFIGS)
 
 # The whole suite against an AddressSanitizer + UndefinedBehaviorSanitizer
 # build of _C, per configuration. It is built into build/asan-<interpreter>,

@@ -7,7 +7,7 @@
 # the machine does not have is reported, not failed.
 #
 # Usage: tools/each_python.sh JOB CONFIG...
-#   JOB: setup | test | bench | sanitize
+#   JOB: setup | test | bench | bench-zoo | sanitize
 #   CONFIG: PYTHON:TORCH, a CPython minor release and a torch release,
 #           e.g. 3.12:2.15.0 (the Makefile builds the list from PYTHONS and
 #           TORCH, or takes its default matrix)
@@ -16,7 +16,9 @@
 # benchmarks/dynamo/results/guard_overhead-X.Y-torchT.json (BENCH_ARGS passes
 # options to the runner); then report.py prints the results of the
 # configurations whose run passed side by side and writes one chart of them
-# all, benchmarks/dynamo/results/guard_overhead.png.
+# all, benchmarks/dynamo/results/guard_overhead.png. bench-zoo: the same
+# runner on the zoo (--models zoo), writing results/zoo-X.Y-torchT.json,
+# then report.py's zoo tables.
 #
 # Where an interpreter comes from: `pythonX.Y` on PATH, else pyenv's
 # newest X.Y.* (PYENV_VERSION=... pyenv which python).
@@ -86,6 +88,10 @@ run_job() {  # $1: venv, $2: configuration name (X.Y-torchT); runs $job with tha
       rm -f "$RESULTS/guard_overhead-$name.json"  # never report an earlier run's figures
       "$py" benchmarks/dynamo/guard_overhead.py --json "$RESULTS/guard_overhead-$name.json" ${BENCH_ARGS:-}
       ;;
+    bench-zoo)
+      rm -f "$RESULTS/zoo-$name.json"
+      "$py" benchmarks/dynamo/guard_overhead.py --models zoo --rounds "${ZOO_ROUNDS:-10}" --json "$RESULTS/zoo-$name.json"
+      ;;
     sanitize) tools/sanitize.sh "$py" ;;
     *) echo "each_python: unknown job '$job'" >&2; return 2 ;;
   esac
@@ -127,5 +133,11 @@ if [[ $job == bench && ${#passed[@]} -gt 0 ]]; then
   for name in "${passed[@]}"; do reports+=("$RESULTS/guard_overhead-$name.json"); done
   ".venv-${passed[0]}/bin/python" benchmarks/dynamo/report.py --summary-only --plot "$RESULTS/guard_overhead.png" "${reports[@]}" ||
     failed+=("report")
+fi
+if [[ $job == bench-zoo && ${#passed[@]} -gt 0 ]]; then
+  echo
+  reports=()
+  for name in "${passed[@]}"; do reports+=("$RESULTS/zoo-$name.json"); done
+  ".venv-${passed[0]}/bin/python" benchmarks/dynamo/report.py --zoo-only "${reports[@]}" || failed+=("report")
 fi
 [[ ${#failed[@]} -eq 0 ]]

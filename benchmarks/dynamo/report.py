@@ -1,9 +1,9 @@
 """The guard-overhead results of several interpreters side by side.
 
 ``make bench`` runs guard_overhead.py once per interpreter, each writing
-``results/guard_overhead-X.Y.json``; this prints each interpreter's tables
+``results/guard_overhead-X.Y-torchT.json``; this prints each interpreter's tables
 again, then one summary line per model and interpreter, and writes one chart
-with all of them::
+with all of them (``make bench-zoo``: ``--zoo-only``, the zoo's tables)::
 
     python benchmarks/dynamo/report.py --plot results/guard_overhead.png results/guard_overhead-3.*.json
 """
@@ -33,11 +33,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("reports", nargs="*", help="JSON files written by guard_overhead.py --json")
     parser.add_argument("--plot", metavar="PATH", help="write one PNG chart of every model on every interpreter")
     parser.add_argument("--summary-only", action="store_true", help="skip the per-model tables")
+    parser.add_argument("--zoo-only", action="store_true", help="print only the zoo's tables (make bench-zoo)")
     args = parser.parse_args(argv)
     if not args.reports:
         print("report: no results to report (did every interpreter's benchmark fail?)", file=sys.stderr)
         return 1
     reports = load(args.reports)
+    if args.zoo_only:
+        print(format_zoo_summary(reports))
+        for report in reports:
+            for model, reason in report.get("skipped", {}).items():
+                print(f"  {report['environment']['python']}: {model}: skipped, {reason}")
+        return 0
     for report in reports:
         environment = report["environment"]
         stock_config = ", ".join(f"{k}={v}" for k, v in environment.get("stock_config", {}).items())
