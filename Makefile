@@ -46,7 +46,7 @@ test:
 # width 64; guard_bench/models.py), stock vs fork on each configuration of
 # `make bench`, then one table per configuration: the ratios per model, the
 # median and worst, frames fallen back, compiles that differ from eager.
-# (ZOO_ROUNDS: warm rounds per model, default 10; about 15 minutes per
+# (ZOO_ROUNDS: warm rounds per model, default 10; 7 to 9 minutes per
 # configuration.)
 bench-zoo:
 	tools/each_python.sh bench-zoo $(BENCH_CONFIGS)

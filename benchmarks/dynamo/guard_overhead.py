@@ -62,7 +62,12 @@ Methodology (see shared/DESIGN.md, "Measuring")
               built with ``cc``); the count for an empty torch root (the
               Python loop's share) is subtracted. Counts repeat exactly, so
               they settle small differences that timings on a shared machine
-              cannot.
+              cannot. ``--callgrind-cache-sim`` adds callgrind's cache
+              simulation (32 KiB L1, 1 MiB L2: this machine's per core) and
+              reports the L2 read misses per check: the lines a check must
+              bring in from the shared L3 on every call, what makes a check
+              slow, and sensitive to the machine's other tenants, when its
+              working set outgrows the L2.
 
 Times are medians (quartiles are in ``--json``); ratios stock/fork and
 stock_dict_tags/fork are the figures to quote, not the absolute numbers
@@ -343,6 +348,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "are compiled again, under valgrind)",
     )
     parser.add_argument("--callgrind-calls", type=int, default=20, help="checks counted per engine")
+    parser.add_argument(
+        "--callgrind-cache-sim",
+        action="store_true",
+        help="with --callgrind: also simulate a 32 KiB L1 and a 1 MiB L2 (this machine's per core) and report "
+        "the L2 read misses per check, the lines a check brings in from the shared L3",
+    )
     parser.add_argument("--_callgrind-child", dest="callgrind_child", metavar="DIR", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -363,7 +374,10 @@ def bench_one(spec: ModelSpec, bench: BenchConfig, args: argparse.Namespace) -> 
     result = bench_model(spec, bench)
     if args.callgrind:
         try:
-            result["callgrind_ir_per_check"] = run_callgrind(__file__, spec.name, max(1, args.callgrind_calls))
+            events = run_callgrind(__file__, spec.name, max(1, args.callgrind_calls), args.callgrind_cache_sim)
+            result["callgrind_ir_per_check"] = events["Ir"]
+            if "DLmr" in events:
+                result["callgrind_l2_read_misses_per_check"] = events["DLmr"]
         except Exception as e:  # noqa: BLE001 - timings stand without the counts
             result["problems"].setdefault("callgrind", []).append(f"{type(e).__name__}: {e}")
     result["bench_seconds"] = time.perf_counter() - started

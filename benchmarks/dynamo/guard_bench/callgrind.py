@@ -56,34 +56,47 @@ def count_instructions(helper: Any, checks: dict[str, CheckFn], calls: int) -> N
         helper.cg_stop()
 
 
-def parse_callgrind_dumps(directory: str) -> dict[str, float]:
-    """Instructions per check, by check name, from the labelled dumps."""
-    per_check: dict[str, float] = {}
+def parse_callgrind_dumps(directory: str) -> dict[str, dict[str, float]]:
+    """Events per check (Ir, and with the cache simulation Dr, D1mr, DLmr,
+    ...), by check name, from the labelled dumps."""
+    per_check: dict[str, dict[str, float]] = {}
     for file_name in sorted(os.listdir(directory)):
         if not file_name.startswith("callgrind.out"):
             continue
-        label, total = None, None
+        label, events, totals = None, None, None
         with open(os.path.join(directory, file_name)) as f:
             for line in f:
                 if line.startswith("desc: Trigger:") and CALLGRIND_LABEL_PREFIX in line:
                     label = line.split(CALLGRIND_LABEL_PREFIX, 1)[1].strip()
+                elif line.startswith("events:"):
+                    events = line.split()[1:]
                 elif line.startswith(("totals:", "summary:")):
-                    total = int(line.split()[1])
-        if label is not None and total is not None:
+                    totals = [int(x) for x in line.split()[1:]]
+        if label is not None and events is not None and totals is not None:
             name, calls = label.rsplit(":", 1)
-            per_check[name] = total / int(calls)
+            per_check[name] = {event: total / int(calls) for event, total in zip(events, totals)}
     return per_check
 
 
-def run_callgrind(script: str, model: str, calls: int) -> dict[str, float]:
+# The cache the simulation's last level stands for (--callgrind-cache-sim):
+# this machine's per-core L2 (AMD EPYC, 1 MiB, 8-way), behind a 32 KiB L1.
+# Its read misses (DLmr) are the lines a check brings in from the shared L3
+# or memory, which other tenants of the host contend for.
+CACHE_SIM_ARGS = ("--cache-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64", "--LL=1048576,8,64")
+
+
+def run_callgrind(script: str, model: str, calls: int, cache_sim: bool = False) -> dict[str, dict[str, float]]:
     """Re-runs the benchmark `script` under callgrind for one model, as
-    ``script --_callgrind-child DIR``; instructions per check (the
-    empty-root baseline, the Python loop's share, subtracted)."""
+    ``script --_callgrind-child DIR``; events per check, by event (``Ir``,
+    and with ``cache_sim`` the simulated cache's reads and misses), with the
+    empty-root baseline (the Python loop's share) subtracted, and the
+    baseline itself under its own name."""
     with tempfile.TemporaryDirectory(prefix="guard_overhead_cg_") as directory:
         command = [
             "valgrind",
             "--tool=callgrind",
             "--instr-atstart=no",
+            *(CACHE_SIM_ARGS if cache_sim else ()),
             f"--callgrind-out-file={directory}/callgrind.out",
             sys.executable,
             os.path.abspath(script),
@@ -102,8 +115,15 @@ def run_callgrind(script: str, model: str, calls: int) -> dict[str, float]:
     for line in completed.stdout.splitlines():
         if line.startswith("  ! "):
             print(line)
-    baseline = counts.pop(CALLGRIND_BASELINE, 0.0)
-    return {name: value - baseline for name, value in counts.items()} | {CALLGRIND_BASELINE: baseline}
+    baseline = counts.pop(CALLGRIND_BASELINE, {})
+    events = sorted({event for per_check in counts.values() for event in per_check})
+    result = {
+        event: {name: per_check.get(event, 0.0) - baseline.get(event, 0.0) for name, per_check in counts.items()}
+        for event in events
+    }
+    for event in events:
+        result[event][CALLGRIND_BASELINE] = baseline.get(event, 0.0)
+    return result
 
 
 # --------------------------------------------------------------------------

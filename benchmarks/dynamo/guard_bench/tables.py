@@ -44,6 +44,8 @@ def metric_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float], str
     ]
     if "callgrind_ir_per_check" in result:
         rows.append(("callgrind Ir / check", result["callgrind_ir_per_check"], "{:.0f}"))
+    if "callgrind_l2_read_misses_per_check" in result:
+        rows.append(("simulated L2 read misses / check", result["callgrind_l2_read_misses_per_check"], "{:.0f}"))
     rows += [
         ("guard build, CFM init (ms)", {e: 1e3 * v for e, v in result["build_init_s"].items()}, "{:.1f}"),
         ("guard build, build_guards (ms)", {e: 1e3 * v for e, v in result["build_guards_s"].items()}, "{:.1f}"),
