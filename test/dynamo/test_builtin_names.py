@@ -122,6 +122,16 @@ class BuiltinShadowedTestCase(TestCase):
 
         return make
 
+    def state_maker(self, frame: Callable[[Any], Any], registered: bool) -> Callable[[], Any]:
+        make_namespace = self.namespace_maker(registered)
+
+        def make() -> Any:
+            state = frame(make_namespace())
+            state.x = torch.ones(2, 4)
+            return state
+
+        return make
+
     def check(
         self,
         frame: Callable[[Any], Any],
@@ -130,13 +140,7 @@ class BuiltinShadowedTestCase(TestCase):
         registered: bool = True,
         delete_again: bool = False,
     ) -> None:
-        make_namespace = self.namespace_maker(registered)
-
-        def make() -> Any:
-            state = frame(make_namespace())
-            state.x = torch.ones(2, 4)
-            return state
-
+        make = self.state_maker(frame, registered)
         steps = [Step("first"), Step("again"), Step("defined", lambda s: define(s.namespace)), Step("defined, again")]
         if delete_again:
             steps.append(Step("deleted", lambda s: s.namespace.unbind()))
@@ -198,13 +202,7 @@ class TestUnrelatedGlobalDefined(BuiltinShadowedTestCase):
     ``max`` resolves to: neither engine recompiles."""
 
     def check_unrelated(self, frame: Callable[[Any], Any]) -> None:
-        make_namespace = self.namespace_maker(True)
-
-        def make() -> Any:
-            state = frame(make_namespace())
-            state.x = torch.ones(2, 4)
-            return state
-
+        make = self.state_maker(frame, True)
         steps = [Step("first"), Step("other global", lambda s: setattr(s.namespace, "unrelated", 1)), Step("again")]
         stock, fork = stock_and_fork(make, call, steps, lambda s: (s.x,))
         report = f"\nstock: {stock}\nfork: {fork}"

@@ -150,16 +150,25 @@ def CLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str, inlined: bool = Tru
     found = class_lookup(type(value), name)
     if found is None:
         return
+    _install_found_attribute(builder, guard, name, found, "class", lambda m: m.add_class_attr_match_guard, inlined)
+
+
+def _install_found_attribute(
+    builder: Any, guard: Any, name: str, found: tuple[type, Any], where: str, add: Callable[[Any], Any], inlined: bool
+) -> None:
+    """The leaf ``add(manager)`` builds for ``name``, found as ``found``
+    (owner, object) on a ``where`` ("class", "metaclass"), once per frame;
+    and, when the trace ran what it found, FUNCTION_CODE_MATCH."""
     owner, expected = found
-    where = f"{guard.name}.{name} from class attribute on {owner.__module__}.{owner.__qualname__}"
+    owner_name = f"{owner.__module__}.{owner.__qualname__}"
     _install_leaf(
         builder,
         guard,
-        where,
-        lambda m, parts, stack: m.add_class_attr_match_guard(name, expected, parts, stack),
+        f"{guard.name}.{name} from {where} attribute on {owner_name}",
+        lambda m, parts, stack: add(m)(name, expected, parts, stack),
     )
     if inlined:
-        FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner.__module__}.{owner.__qualname__}.{name}")
+        FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner_name}.{name}")
 
 
 def metaclass_lookup(cls: type, name: str) -> tuple[type, Any] | None:
@@ -188,15 +197,7 @@ def METACLASS_ATTR_MATCH(builder: Any, guard: Any, *, name: str) -> None:
     found = metaclass_lookup(cls, name) if isinstance(cls, type) else None
     if found is None:
         return
-    owner, expected = found
-    where = f"{guard.name}.{name} from metaclass attribute on {owner.__module__}.{owner.__qualname__}"
-    _install_leaf(
-        builder,
-        guard,
-        where,
-        lambda m, parts, stack: m.add_metaclass_attr_match_guard(name, expected, parts, stack),
-    )
-    FUNCTION_CODE_MATCH(builder, guard, expected, f"{owner.__module__}.{owner.__qualname__}.{name}")
+    _install_found_attribute(builder, guard, name, found, "metaclass", lambda m: m.add_metaclass_attr_match_guard, True)
 
 
 def instance_shadows(value: Any, name: str) -> bool:
