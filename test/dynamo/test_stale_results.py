@@ -784,6 +784,17 @@ class TestMetaclassAttribute(StaleResultTestCase):
             reading_metaclass_attribute, lambda state: setattr(metaclass_of(state), "factor", lambda cls: -4.0), stock_stale=True
         )
 
+    def test_metaclass_gains_getattribute(self):
+        def mutate(state):
+            meta = metaclass_of(state)
+
+            def answer_otherwise(cls, name):
+                return -6.0 if name == "scale" else type.__getattribute__(cls, name)
+
+            meta.__getattribute__ = answer_otherwise
+
+        self.check(reading_metaclass_attribute, mutate, stock_stale=True)
+
     def test_metaclass_method_code_swapped(self):
         def mutate(state):
             metaclass_of(state).factor.__code__ = (lambda cls: -4.0).__code__

@@ -175,8 +175,10 @@ def metaclass_lookup(cls: type, name: str) -> tuple[type, Any] | None:
     """(defining metaclass, object) when Python answers ``cls.name`` from
     ``type(cls)``'s MRO as a plain attribute or non-data descriptor: the
     class's own MRO lacks ``name`` and no data descriptor on the metaclass
-    comes first. None otherwise (the class answers, or nothing does)."""
-    if class_lookup(cls, name) is not None:
+    comes first, under type's own lookup (a metaclass with its own
+    ``__getattribute__`` answers otherwise). None otherwise (the class
+    answers, or nothing does)."""
+    if type(cls).__getattribute__ is not type.__getattribute__ or class_lookup(cls, name) is not None:
         return None
     found = class_lookup(type(cls), name)
     if found is None:

@@ -74,7 +74,9 @@ METACLASS_ATTR_MATCH::METACLASS_ATTR_MATCH(py::object name, py::object expected,
       on_metaclass_(name_, std::move(expected)) {}
 
 bool METACLASS_ATTR_MATCH::check(PyObject* value) {
-  if (!PyType_Check(value)) {
+  // type_getattro is the order the verdict follows: a metaclass that gains
+  // its own __getattribute__ (or another tp_getattro) answers otherwise.
+  if (!PyType_Check(value) || Py_TYPE(value)->tp_getattro != PyType_Type.tp_getattro) {
     return false;
   }
   bool class_lacks_name = class_lacks_name_.get(

@@ -105,10 +105,11 @@ class CLASS_ATTR_MATCH : public LeafGuard {
 };
 
 // METACLASS_ATTR_MATCH: `value` is a class whose attribute `name` Python
-// still finds on its metaclass: no class in value's own MRO defines
-// `name`, and type(value)'s MRO lookup still finds the object the trace
-// found there (a ClassAttrExpectation: identity, or an equal immutable
-// constant).
+// still finds on its metaclass: the metaclass keeps type's own attribute
+// lookup (type_getattro: no __getattribute__ of its own), no class in
+// value's own MRO defines `name`, and type(value)'s MRO lookup still finds
+// the object the trace found there (a ClassAttrExpectation: identity, or
+// an equal immutable constant).
 //
 // type.__getattribute__ consults the metaclass's MRO last, for a name that
 // is not a data descriptor there and that the class's own MRO lacks.
