@@ -71,11 +71,15 @@ ensure_venv() {  # $1: venv, $2: interpreter, $3: torch release; prints nothing,
     "$base" -m venv "$venv" && "$venv/bin/python" -m pip install --quiet --upgrade pip || return 1
   fi
   if [[ ! -f $stamp ]] || [[ -n $(find pyproject.toml setup.py CMakeLists.txt torch -newer "$stamp" -print -quit) ]]; then
+    # Dated when the install starts: a source edited while it runs is
+    # newer than the stamp, and the next run installs it.
+    local started=$venv/.dynamo_guards_installing
+    touch "$started"
     PIP_CONSTRAINT=/dev/null "$venv/bin/python" -m pip install --quiet "torch==$torch_release" "${DEPS[@]}" || return 1
     # cmake and ninja come from the venv; torch is the one just installed.
     PATH="$PWD/$venv/bin:$PATH" DYNAMO_GUARDS_BUILD_DIR="$PWD/build/cmake-${venv#.venv-}" \
       "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation . || return 1
-    touch "$stamp"
+    mv "$started" "$stamp"
   fi
 }
 

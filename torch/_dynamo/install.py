@@ -47,6 +47,7 @@ from dynamo_guards.fallback import (
 from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
 from dynamo_guards.nn_module_attributes import EMPTY_NN_MODULE_HOOKS_DICT, getattr_on_nn_module
 from dynamo_guards.trace_hooks import install_trace_hooks, uninstall_trace_hooks
+from dynamo_guards.traced_getattribute import building, hasattr_answer_of_trace, should_optimize_getattr
 
 _ENGINE_NAMES: dict[str, Any] = {
     "GuardManagerWrapper": ForkGuardManagerWrapper,
@@ -55,6 +56,7 @@ _ENGINE_NAMES: dict[str, Any] = {
     "install_object_aliasing_guard": _C.install_object_aliasing_guard,
     "install_storage_overlapping_guard": _C.install_storage_overlapping_guard,
     "install_symbolic_shape_guard": _C.install_symbolic_shape_guard,
+    "should_optimize_getattr_on_nn_module": should_optimize_getattr,
 }
 
 # GuardBuilder methods replaced while the engine builds a frame's guards.
@@ -76,9 +78,25 @@ def _create_guard(guard: Any, builder: Any) -> Any:
     """``Guard.create`` while the engine builds: the engine's create
     function where it has one, torch's otherwise."""
     replacement = _ENGINE_CREATE_FUNCTIONS.get(guard.create_fn)
-    if replacement is None:
-        return _stock_guard_create(guard, builder)
-    return replacement(builder, guard)
+    if replacement is not None:
+        return replacement(builder, guard)
+    if _kept_by_traced_chain(guard, builder):
+        return None
+    return _stock_guard_create(guard, builder)
+
+
+def _kept_by_traced_chain(guard: Any, builder: Any) -> bool:
+    """A ``hasattr(obj, name)`` the trace answered by running obj's Python
+    ``__getattribute__`` chain: the chain's guards keep that answer
+    (traced_getattribute.py), so the engine adds no guard running the chain
+    on every check. (An answer that differs by now, after the trace's own
+    writes, gets torch's guard.)"""
+    create_fn = guard.create_fn
+    if not (isinstance(create_fn, functools.partial) and create_fn.func is stock_guards.GuardBuilder.HASATTR):
+        return False
+    name = create_fn.keywords.get("attr")
+    answer = hasattr_answer_of_trace(guard, name)
+    return answer is not None and hasattr(builder.get(guard), name) == answer
 
 
 # torch formats the user's frame into the code parts of every guard it
@@ -235,6 +253,7 @@ def _check_function_manager_init(self: Any, *args: Any, **kwargs: Any) -> None:
     try:
         with (
             _engine_names_in_torch(),
+            building(output_graph),
             torch._dynamo.config.patch(**_ENGINE_CONFIG),
             _testing_hook_passed_through(passthrough),
         ):

@@ -30,14 +30,23 @@ def getattr_on_nn_module(
     source_name: str,
     guard_manager_enum: Any,
 ) -> Any:
-    """Drop-in for ``GuardBuilder.getattr_on_nn_module`` (same arguments)."""
-    return base_guard_manager.nn_module_attr_manager(
-        attr=source.member,
-        source=source_name,
-        example_value=example_value,
-        guard_manager_enum=guard_manager_enum,
-        example_module=base_example_value,
-    )
+    """Drop-in for ``GuardBuilder.getattr_on_nn_module`` (same arguments).
+    While the engine builds, torch also routes here the attributes of
+    objects with a Python ``__getattribute__`` (traced_getattribute.py):
+    those the trace read through ``object.__getattribute__`` are read that
+    way, the others by getattr, as torch reads them."""
+    from dynamo_guards.traced_getattribute import reads_generically
+
+    if isinstance(base_example_value, torch_module_type()):
+        return base_guard_manager.nn_module_attr_manager(
+            attr=source.member,
+            source=source_name,
+            example_value=example_value,
+            guard_manager_enum=guard_manager_enum,
+            example_module=base_example_value,
+        )
+    read = base_guard_manager.generic_getattr_manager if reads_generically(source_name) else base_guard_manager.getattr_manager
+    return read(attr=source.member, source=source_name, example_value=example_value, guard_manager_enum=guard_manager_enum)
 
 
 # nn.Module.__getattr__'s order; Dynamo's trace reads the dicts itself.
@@ -66,12 +75,16 @@ def python_module_dict_slot(module: Any, name: str) -> str | None:
 
 
 def nn_module_getattr() -> Any:
+    return torch_module_type().__getattr__
+
+
+def torch_module_type() -> type:
     import torch
 
-    return torch.nn.Module.__getattr__
+    return torch.nn.Module
 
 
-def _install_leaf(
+def install_leaf(
     builder: Any,
     guard: Any,
     code: str,
@@ -97,7 +110,7 @@ def NN_MODULE_ATTR_RESOLUTION(builder: Any, guard: Any, *, name: str, dict_name:
         # view of the dicts differs from the module's, after a mutation the
         # trace made itself): nothing this guard could keep valid.
         return
-    _install_leaf(
+    install_leaf(
         builder,
         guard,
         f"{guard.name}.{name} is {guard.name}.{dict_name}[{name!r}]",
@@ -161,7 +174,7 @@ def _install_found_attribute(
     and, when the trace ran what it found, FUNCTION_CODE_MATCH."""
     owner, expected = found
     owner_name = f"{owner.__module__}.{owner.__qualname__}"
-    _install_leaf(
+    install_leaf(
         builder,
         guard,
         f"{guard.name}.{name} from {where} attribute on {owner_name}",
@@ -223,7 +236,7 @@ def CLASS_ATTR_LOOKUP(builder: Any, guard: Any, *, name: str) -> None:
     if not instance_shadows(value, name):
         CLASS_ATTR_MATCH(builder, guard, name=name)
         return
-    _install_leaf(
+    install_leaf(
         builder,
         guard,
         f"{guard.name}.{name} is {guard.name}.__dict__[{name!r}], ahead of the class attribute",
@@ -275,7 +288,7 @@ def GETATTR_FALLTHROUGH(builder: Any, guard: Any, *, name: str) -> None:
     value = builder.get(guard)
     if not falls_through_to_getattr(value, name):
         return
-    _install_leaf(
+    install_leaf(
         builder,
         guard,
         f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__",

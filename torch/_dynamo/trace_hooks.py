@@ -68,11 +68,13 @@ import functools
 from typing import Any, Callable
 
 import torch.nn.modules.module as module_py
+from torch._dynamo.exc import ObservedAttributeError
 from torch._dynamo.guards import GuardBuilder, install_guard
 from torch._dynamo.source import AttrSource
+from torch._dynamo.symbolic_convert import InstructionTranslator, InstructionTranslatorBase
 from torch._dynamo.variables.builder import SourcelessBuilder
+from torch._dynamo.variables.dicts import DunderDictVariable
 from torch._dynamo.variables.nn_module import UnspecializedNNModuleVariable
-from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 from torch._dynamo.variables.user_defined import (
     NO_SUCH_SUBOBJ,
     UserDefinedClassVariable,
@@ -81,6 +83,7 @@ from torch._dynamo.variables.user_defined import (
 )
 
 from dynamo_guards.builtin_names import absence_guard
+from dynamo_guards.instance_dict_reads import guard_keys, guard_membership
 from dynamo_guards.nn_module_attributes import (
     CLASS_ATTR_LOOKUP,
     CLASS_ATTR_MATCH,
@@ -93,16 +96,21 @@ from dynamo_guards.nn_module_attributes import (
     NN_MODULE_CALL_PATH,
 )
 from dynamo_guards.torch_release import CLASS_GETATTR_METHOD
+from dynamo_guards.traced_getattribute import (
+    guard_attribute_hooks,
+    guard_generic_failure,
+    read_through_super,
+    record_generic_read,
+    record_hasattr,
+)
 
-_original_manual_getattr: Callable[..., Any] | None = None
-_original_class_lookup: Callable[..., Any] | None = None
-_original_generic_getattr: Callable[..., Any] | None = None
-_original_module_call: Callable[..., Any] | None = None
-_original_resolve_type_attr: Callable[..., Any] | None = None
-_original_module_attr_source: Callable[..., Any] | None = None
-_original_base_class_method: Callable[..., Any] | None = None
-_original_class_getattr: Callable[..., Any] | None = None
-_original_load_builtin: Callable[..., Any] | None = None
+# (class, method name) -> the method the fork's hook replaced.
+_originals: dict[tuple[type, str], Callable[..., Any]] = {}
+
+
+def _original(owner: type, name: str) -> Callable[..., Any]:
+    return _originals[(owner, name)]
+
 
 # The dicts of torch/nn/modules/module.py that UnspecializedNNModuleVariable
 # .call_function reads through len() before it inlines ``forward``.
@@ -126,14 +134,13 @@ def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
     """Reads ``module.name`` from the module's dicts in nn.Module.__getattr__'s
     own order (torch 2.13 reads _modules before _buffers, so a name in both
     traced the submodule where Python returns the buffer)."""
-    assert _original_manual_getattr is not None
     name_vt = SourcelessBuilder.create(tx, name)
     for dict_name in MODULE_DICTS:
         out = self.getattr_helper(tx, dict_name, name_vt)
         if out is not None:
             break
     else:
-        return _original_manual_getattr(self, tx, name)  # raises AttributeError as torch does
+        return _original(UnspecializedNNModuleVariable, "manually_trace_nn_module_getattr")(self, tx, name)  # raises AttributeError as torch does
     if self.source is not None:
         create = functools.partial(NN_MODULE_ATTR_RESOLUTION, name=name, dict_name=dict_name)
         install_guard(self.source.make_guard(create))
@@ -141,9 +148,8 @@ def _manually_trace_nn_module_getattr(self: Any, tx: Any, name: str) -> Any:
 
 
 def _lookup_class_mro_attr(self: Any, name: str) -> object:
-    assert _original_class_lookup is not None
     first_lookup = name not in self._subobj_from_class
-    result = _original_class_lookup(self, name)
+    result = _original(UserDefinedObjectVariable, "lookup_class_mro_attr")(self, name)
     if first_lookup and result is not NO_SUCH_SUBOBJ and self.source is not None:
         install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_LOOKUP, name=name)))
     return result
@@ -157,8 +163,7 @@ def _base_class_method(self: Any, name: str) -> Any:
     base type's semantics; torch guards only ``type(obj)`` by id. The same
     guard as a class attribute lookup (CLASS_ATTR_LOOKUP), once per name
     and variable."""
-    assert _original_base_class_method is not None
-    result = _original_base_class_method(self, name)
+    result = _original(UserDefinedVariable, "_maybe_get_baseclass_method")(self, name)
     if result is not None and self.source is not None and isinstance(self, UserDefinedObjectVariable):
         guarded = self.__dict__.setdefault(_BASE_SLOT_NAMES_GUARDED, set())
         if name not in guarded:
@@ -176,7 +181,6 @@ def _class_getattr(self: Any, tx: Any, name: str) -> Any:
     when the answer comes from the metaclass, that it still does is what
     the compiled code assumes. (A name the trace itself set on the class
     earlier in the frame is read from its side effects instead.)"""
-    assert _original_class_getattr is not None
     if (
         self.source is not None
         and isinstance(self.value, type)
@@ -184,7 +188,7 @@ def _class_getattr(self: Any, tx: Any, name: str) -> Any:
         and not tx.output.side_effects.has_pending_mutation_of_attr(self, name)
     ):
         install_guard(self.source.make_guard(functools.partial(METACLASS_ATTR_MATCH, name=name)))
-    return _original_class_getattr(self, tx, name)
+    return _original(UserDefinedClassVariable, CLASS_GETATTR_METHOD)(self, tx, name)
 
 
 def _load_builtin(self: Any, inst: Any) -> Any:
@@ -192,29 +196,62 @@ def _load_builtin(self: Any, inst: Any) -> Any:
     builtins: the compiled code is only right while the globals keep
     lacking it. Installed before the read, which may raise NameError (a
     global defined later changes that too)."""
-    assert _original_load_builtin is not None
     guard = absence_guard(self, inst.argval)
     if guard is not None:
         install_guard(guard)
-    return _original_load_builtin(self, inst)
+    return _original(InstructionTranslatorBase, "load_builtin")(self, inst)
 
 
 def _resolve_type_attr(self: Any, tx: Any, name: str, type_attr: Any, source: Any) -> Any:
     """The trace uses the class attribute ``name`` itself: whatever the
     lookup found, its identity (and code) now matter."""
-    assert _original_resolve_type_attr is not None
     if self.source is not None:
         install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
-    return _original_resolve_type_attr(self, tx, name, type_attr, source)
+    return _original(UserDefinedObjectVariable, "resolve_type_attr")(self, tx, name, type_attr, source)
 
 
 def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
-    assert _original_generic_getattr is not None
+    """The trace reads ``self.name`` along ``object.__getattribute__``."""
     # Installed before the trace runs __getattr__: an AttributeError it
     # raises (getattr with a default) depends on the same facts.
     if self.source is not None and falls_through_to_getattr(self.value, name):
         install_guard(self.source.make_guard(functools.partial(GETATTR_FALLTHROUGH, name=name)))
-    return _original_generic_getattr(self, tx, name)
+    through_chain = self.source is not None and self._object_has_getattribute and read_through_super(1)
+    if not through_chain:
+        return _original(UserDefinedObjectVariable, "generic_getattr")(self, tx, name)
+    # ``super().__getattribute__(name)`` inside the class's own chain
+    # (traced_getattribute.py): what the chain is, and what that lookup gave.
+    guard_attribute_hooks(self)
+    try:
+        result = _original(UserDefinedObjectVariable, "generic_getattr")(self, tx, name)
+    except ObservedAttributeError:
+        guard_generic_failure(tx, self, name)
+        raise
+    record_generic_read(tx, self, name)
+    return result
+
+
+def _object_hasattr(self: Any, tx: Any, name: str) -> Any:
+    """``hasattr(obj, name)``: for a class with a Python ``__getattribute__``
+    the trace runs the chain; the answer is then kept by the chain's guards
+    (traced_getattribute.py), not by a hasattr guard that runs it again."""
+    result = _original(UserDefinedObjectVariable, "call_obj_hasattr")(self, tx, name)
+    if self.source is not None and self._object_has_getattribute and result.is_python_constant():
+        guard_attribute_hooks(self)
+        record_hasattr(tx, self, name, bool(result.as_python_constant()))
+    return result
+
+
+def _instance_dict_contains(self: Any, tx: Any, args: Any) -> None:
+    """A membership test of ``obj.__dict__`` (torch installs no guard)."""
+    guard_membership(tx, self, args[0])
+
+
+def _instance_dict_keys(self: Any) -> None:
+    """A read of ``obj.__dict__``'s keys (torch installs no guard). torch
+    calls this without the translator; the current one is torch's own
+    global."""
+    guard_keys(InstructionTranslator.current_tx(), self)
 
 
 def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> Any:
@@ -222,7 +259,6 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
     and ``_call_impl`` (by identity), the absence of an instance
     ``_call_impl``, and the emptiness of the global module hook dicts. (The
     function it then inlines is guarded by _module_class_attr_source.)"""
-    assert _original_module_call is not None
     if self.source is not None:
         instance_dict = getattr(self.value, "__dict__", None)
         on_instance = not isinstance(instance_dict, dict) or "_call_impl" in instance_dict
@@ -233,66 +269,55 @@ def _call_unspecialized_module(self: Any, tx: Any, args: Any, kwargs: Any) -> An
             for dict_name in empty:
                 hooks_source = AttrSource(module_source, dict_name)
                 install_guard(hooks_source.make_guard(GuardBuilder.EMPTY_NN_MODULE_HOOKS_DICT))
-    return _original_module_call(self, tx, args, kwargs)
+    return _original(UnspecializedNNModuleVariable, "call_function")(self, tx, args, kwargs)
 
 
 def _module_class_attr_source(self: Any, tx: Any, name: str) -> Any:
     """The trace takes the source of a class attribute of a module in order
     to call it without a guard (``forward`` or ``__call__`` in
     call_function): that attribute and its code are what it runs."""
-    assert _original_module_attr_source is not None
     if self.source is not None:
         install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
-    return _original_module_attr_source(self, tx, name)
+    return _original(UnspecializedNNModuleVariable, "get_source_by_walking_mro")(self, tx, name)
+
+
+def _hooks() -> tuple[tuple[type, str, Callable[..., Any]], ...]:
+    return (
+        (InstructionTranslatorBase, "load_builtin", _load_builtin),
+        (UserDefinedClassVariable, CLASS_GETATTR_METHOD, _class_getattr),
+        (UserDefinedVariable, "_maybe_get_baseclass_method", _base_class_method),
+        (UnspecializedNNModuleVariable, "call_function", _call_unspecialized_module),
+        (UnspecializedNNModuleVariable, "get_source_by_walking_mro", _module_class_attr_source),
+        (UnspecializedNNModuleVariable, "manually_trace_nn_module_getattr", _manually_trace_nn_module_getattr),
+        (UserDefinedObjectVariable, "lookup_class_mro_attr", _lookup_class_mro_attr),
+        (UserDefinedObjectVariable, "resolve_type_attr", _resolve_type_attr),
+        (UserDefinedObjectVariable, "generic_getattr", _generic_getattr),
+        (UserDefinedObjectVariable, "call_obj_hasattr", _object_hasattr),
+        (DunderDictVariable, "install_dict_contains_guard", _instance_dict_contains),
+        (DunderDictVariable, "install_dict_keys_match_guard", _instance_dict_keys),
+    )
+
+
+# (class, method name) of the hooks set on a class that inherited the
+# method: uninstalling deletes them again.
+_inherited: set[tuple[type, str]] = set()
 
 
 def install_trace_hooks() -> None:
-    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
-    global _original_resolve_type_attr, _original_module_attr_source, _original_base_class_method
-    global _original_class_getattr, _original_load_builtin
-    if _original_manual_getattr is not None:
+    if _originals:
         return
-    _original_load_builtin = InstructionTranslatorBase.load_builtin
-    InstructionTranslatorBase.load_builtin = _load_builtin  # type: ignore[method-assign]
-    _original_class_getattr = getattr(UserDefinedClassVariable, CLASS_GETATTR_METHOD)
-    setattr(UserDefinedClassVariable, CLASS_GETATTR_METHOD, _class_getattr)
-    _original_base_class_method = UserDefinedVariable._maybe_get_baseclass_method
-    UserDefinedVariable._maybe_get_baseclass_method = _base_class_method  # type: ignore[method-assign]
-    _original_module_call = UnspecializedNNModuleVariable.call_function
-    UnspecializedNNModuleVariable.call_function = _call_unspecialized_module  # type: ignore[method-assign]
-    _original_module_attr_source = UnspecializedNNModuleVariable.get_source_by_walking_mro
-    UnspecializedNNModuleVariable.get_source_by_walking_mro = _module_class_attr_source  # type: ignore[method-assign]
-    _original_manual_getattr = UnspecializedNNModuleVariable.manually_trace_nn_module_getattr
-    _original_class_lookup = UserDefinedObjectVariable.lookup_class_mro_attr
-    _original_resolve_type_attr = UserDefinedObjectVariable.resolve_type_attr
-    UserDefinedObjectVariable.resolve_type_attr = _resolve_type_attr  # type: ignore[method-assign]
-    _original_generic_getattr = UserDefinedObjectVariable.generic_getattr
-    UserDefinedObjectVariable.generic_getattr = _generic_getattr  # type: ignore[method-assign]
-    UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _manually_trace_nn_module_getattr  # type: ignore[method-assign]
-    UserDefinedObjectVariable.lookup_class_mro_attr = _lookup_class_mro_attr  # type: ignore[method-assign]
+    for owner, name, replacement in _hooks():
+        _originals[(owner, name)] = getattr(owner, name)
+        if name not in vars(owner):
+            _inherited.add((owner, name))
+        setattr(owner, name, replacement)
 
 
 def uninstall_trace_hooks() -> None:
-    global _original_manual_getattr, _original_class_lookup, _original_generic_getattr, _original_module_call
-    global _original_resolve_type_attr, _original_module_attr_source, _original_base_class_method
-    global _original_class_getattr, _original_load_builtin
-    if _original_manual_getattr is None:
-        return
-    InstructionTranslatorBase.load_builtin = _original_load_builtin  # type: ignore[method-assign]
-    _original_load_builtin = None
-    setattr(UserDefinedClassVariable, CLASS_GETATTR_METHOD, _original_class_getattr)
-    _original_class_getattr = None
-    UserDefinedVariable._maybe_get_baseclass_method = _original_base_class_method  # type: ignore[method-assign]
-    _original_base_class_method = None
-    UnspecializedNNModuleVariable.call_function = _original_module_call  # type: ignore[method-assign]
-    _original_module_call = None
-    UnspecializedNNModuleVariable.get_source_by_walking_mro = _original_module_attr_source  # type: ignore[method-assign]
-    _original_module_attr_source = None
-    UserDefinedObjectVariable.generic_getattr = _original_generic_getattr  # type: ignore[method-assign]
-    _original_generic_getattr = None
-    UnspecializedNNModuleVariable.manually_trace_nn_module_getattr = _original_manual_getattr  # type: ignore[method-assign]
-    UserDefinedObjectVariable.lookup_class_mro_attr = _original_class_lookup  # type: ignore[method-assign]
-    UserDefinedObjectVariable.resolve_type_attr = _original_resolve_type_attr  # type: ignore[method-assign]
-    _original_resolve_type_attr = None
-    _original_manual_getattr = None
-    _original_class_lookup = None
+    for (owner, name), original in _originals.items():
+        if (owner, name) in _inherited:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+    _originals.clear()
+    _inherited.clear()

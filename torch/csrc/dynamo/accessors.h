@@ -201,7 +201,7 @@ class InstanceAttrAccessor : public KeyedAccessor<Derived> {
   using KeyedAccessor<Derived>::KeyedAccessor;
   std::string access_failure() const override { return "getattr failed on source " + this->child_->source(); }
   bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
-    if (!instance_dict_answers(parent, this->key_.ptr(), child)) {
+    if (!instance_dict_answers(parent, this->key_.ptr(), child, Derived::kReadsGenerically)) {
       return false;
     }
     recorder.type_tag(parent);
@@ -214,6 +214,7 @@ class InstanceAttrAccessor : public KeyedAccessor<Derived> {
 class GenericGetAttrGuardAccessor : public InstanceAttrAccessor<GenericGetAttrGuardAccessor> {
  public:
   static constexpr const char* kKind = "GenericGetAttrGuardAccessor";
+  static constexpr bool kReadsGenerically = true;
   GenericGetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
   std::string repr() const override;
@@ -222,6 +223,7 @@ class GenericGetAttrGuardAccessor : public InstanceAttrAccessor<GenericGetAttrGu
 class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
  public:
   static constexpr const char* kKind = "GetAttrGuardAccessor";
+  static constexpr bool kReadsGenerically = false;
   GetAttrGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
   std::string repr() const override;

@@ -189,10 +189,10 @@ PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan) {
   return PyObject_GetAttr(obj, name);
 }
 
-bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value) {
+bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read) {
   PyTypeObject* type = Py_TYPE(obj);
-  bool generic_slot = type->tp_getattro == PyObject_GenericGetAttr || type->tp_getattro == PyModule_Type.tp_getattro ||
-      plan_attribute(type, name).path != AttrPath::GetAttr;
+  bool generic_slot = generic_read || type->tp_getattro == PyObject_GenericGetAttr ||
+      type->tp_getattro == PyModule_Type.tp_getattro || plan_attribute(type, name).path != AttrPath::GetAttr;
   if (!generic_slot) {
     return false;
   }

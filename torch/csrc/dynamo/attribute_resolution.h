@@ -86,8 +86,10 @@ int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
 // the getattr slot is the generic one (or a module's, or a Python class's
 // whose __getattribute__ is object's), no data descriptor for `name` is on
 // the class, and the instance __dict__ holds exactly `value`. Such a read is
-// pinned by the class's version tag and the __dict__'s contents.
-bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value);
+// pinned by the class's version tag and the __dict__'s contents. With
+// `generic_read` (the read is `object.__getattribute__(obj, name)` itself,
+// whatever the class's own slot) the slot is not consulted.
+bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
 
 // Whether Python's lookup of `name` on instances of `type` consults the
 // instance __dict__ before any class attribute: the generic lookup (the

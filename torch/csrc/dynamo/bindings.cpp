@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "torch/csrc/dynamo/accessors.h"
+#include "torch/csrc/dynamo/attribute_hooks_match.h"
 #include "torch/csrc/dynamo/container_guards.h"
 #include "torch/csrc/dynamo/dict_guard_manager.h"
 #include "torch/csrc/dynamo/function_code_match.h"
@@ -308,6 +309,9 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), parts_arg, stack_arg);
   LeafClass<METACLASS_ATTR_MATCH>(m, "METACLASS_ATTR_MATCH")
       .def(py::init<py::object, py::object, py::object, py::object>(), py::arg("name"), py::arg("expected"), parts_arg, stack_arg);
+  LeafClass<ATTRIBUTE_HOOKS_MATCH>(m, "ATTRIBUTE_HOOKS_MATCH")
+      .def(py::init<py::object, py::object, py::object, py::object, py::object>(), py::arg("cls"), py::arg("getattribute_chain"),
+           py::arg("getattr"), parts_arg, stack_arg);
 
   LeafClass<CLASS_ATTR_SHADOWED>(m, "CLASS_ATTR_SHADOWED")
       .def(py::init<py::object, py::object, py::object>(), py::arg("name"), parts_arg, stack_arg);
@@ -553,6 +557,9 @@ PYBIND11_MODULE(_C, m) {
     .def("add_metaclass_attr_match_guard", [](GuardManager& self, py::object name, py::object expected, py::object parts, py::object stack) {
       add_leaf<METACLASS_ATTR_MATCH>(self, name, expected, parts, stack);
     }, py::arg("name"), py::arg("expected"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
+    .def("add_attribute_hooks_match_guard", [](GuardManager& self, py::object cls, py::object chain, py::object getattr, py::object parts, py::object stack) {
+      add_leaf<ATTRIBUTE_HOOKS_MATCH>(self, cls, chain, getattr, parts, stack);
+    }, py::arg("cls"), py::arg("getattribute_chain"), py::arg("getattr"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
     .def("add_function_code_match_guard", [](GuardManager& self, py::object function, py::object parts, py::object stack) {
       add_leaf<FUNCTION_CODE_MATCH>(self, function, parts, stack);
     }, py::arg("function"), py::arg("verbose_code_parts"), py::arg("user_stack") = py::none())
@@ -862,7 +869,7 @@ PYBIND11_MODULE(_C, m) {
                           "LENGTH_CHECK", "DICT_LENGTH", "TUPLE_ITERATOR_LEN", "FLOAT_IS_NAN", "COMPLEX_IS_NAN",
                           "DEFAULT_DEVICE", "DICT_CONTAINS", "SET_CONTAINS", "DICT_VERSION", "NO_HASATTR",
                           "MAPPING_KEYS_MATCH", "DIMENSION_DYNAMIC_MARKING_GUARD", "TENSOR_MATCH", "NO_TENSOR_ALIASING",
-                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "METACLASS_ATTR_MATCH", "GETATTR_FALLTHROUGH",
+                          "OBJECT_ALIASING", "SYMBOLIC_SHAPE_GUARD", "LAMBDA_GUARD", "NN_MODULE_ATTR_RESOLUTION", "CLASS_ATTR_MATCH", "METACLASS_ATTR_MATCH", "ATTRIBUTE_HOOKS_MATCH", "GETATTR_FALLTHROUGH",
                           "NN_MODULE_HOOKS_EMPTY", "CLASS_ATTR_SHADOWED", "FUNCTION_CODE_MATCH", "ORDERED_DICT_ORDER",
                           "GLOBAL_STATE",
                           "TORCH_FUNCTION_MODE_STACK"}) {

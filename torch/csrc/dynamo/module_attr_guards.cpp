@@ -32,30 +32,14 @@ bool NN_MODULE_ATTR_RESOLUTION::check(PyObject* value) {
 }
 
 ClassAttrExpectation::ClassAttrExpectation(py::str name, py::object expected)
-    : name_(std::move(name)), compare_by_value_(is_immutable_constant(expected.ptr())) {
-  PyObject* ref = compare_by_value_ ? nullptr : PyWeakref_NewRef(expected.ptr(), nullptr);  // new
-  if (ref != nullptr) {
-    expected_ = py::reinterpret_steal<py::object>(ref);
-    expected_is_weakref_ = true;
-  } else {
-    PyErr_Clear();  // not weakly referenceable, or an immutable constant
-    expected_ = std::move(expected);
-    expected_is_weakref_ = false;
-  }
-}
-
-PyObject* ClassAttrExpectation::expected() const {
-  if (!expected_is_weakref_) {
-    return expected_.ptr();
-  }
-  PyObject* target = weakref_referent(expected_.ptr());  // borrowed
-  return target == Py_None ? nullptr : target;
-}
+    : name_(std::move(name)),
+      compare_by_value_(is_immutable_constant(expected.ptr())),
+      expected_(std::move(expected), !compare_by_value_) {}
 
 bool ClassAttrExpectation::found_on(PyTypeObject* type) {
   return cache_.get(type, [this](PyTypeObject* t) {
     PyObject* found = _PyType_Lookup(t, name_.ptr());  // borrowed
-    PyObject* want = expected();
+    PyObject* want = expected_.get();
     if (want == nullptr || found == nullptr) {
       return false;
     }

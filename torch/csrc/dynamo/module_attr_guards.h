@@ -16,6 +16,7 @@
 #pragma once
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
+#include "torch/csrc/dynamo/held_object.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
 
 namespace dynamo_guards {
@@ -74,13 +75,9 @@ class ClassAttrExpectation {
   bool found_on(PyTypeObject* type);
 
  private:
-  // Borrowed; nullptr once a weakly held object has died.
-  PyObject* expected() const;
-
   py::str name_;
-  py::object expected_;  // the object, or a weakref to it
-  bool expected_is_weakref_;
   bool compare_by_value_;
+  HeldObject expected_;  // weakly where possible; strongly for a constant
   ClassVerdictCache cache_;
 };
 
