@@ -375,6 +375,62 @@ class TestInstanceDictReads(ChainTestCase):
         self.check(lambda s: setattr(holder_of(s), "other", 1), stock_stale=False, make=lambda: InstanceDictModel(reads_get))
 
 
+def tiny_gpt2() -> Any:
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128, n_positions=32, attn_implementation="eager")
+    model = GPT2Model(config).eval()
+    return SimpleNamespace(target=model, ids=torch.randint(0, 128, (1, 8)))
+
+
+def call_gpt2(model: Any, args: Any) -> Any:
+    """The output, comparable: its form (dict or tuple), the hidden states,
+    the attention maps if any, and the cache's layer count if any."""
+    out = model(input_ids=args[0])
+    if isinstance(out, tuple):
+        form, hidden, rest = "tuple", out[0], out[1:]
+    else:
+        form, hidden = "dict", out.last_hidden_state
+        rest = tuple(value for key, value in out.items() if key != "last_hidden_state")
+    summary: list[Any] = [form, hidden]
+    for value in rest:
+        layers = getattr(value, "layers", None)
+        summary.append(("cache", len(layers)) if layers is not None else value)
+    return tuple(summary)
+
+
+class TestTransformersConfig(TestCase):
+    """A real transformers config (PretrainedConfig's ``__getattribute__``
+    with ``attribute_map`` and the heterogeneity mixin), changed through
+    the routes users take. Stock is right (it runs the chain on every
+    check); the fork must recompile exactly when it does."""
+
+    def check(self, mutate: Callable[[Any], None]) -> None:
+        steps = [Step("first"), Step("again"), Step("mutated", mutate), Step("mutated again")]
+        stock, fork = stock_and_fork(tiny_gpt2, call_gpt2, steps, lambda s: (s.ids,), grad_mode=False)
+        report = f"\nstock: {stock}\nfork: {fork}"
+        self.assertTrue(fork_used_everywhere(fork), fork.wrapper_types)
+        self.assertEqual(fork.equal_to_eager, [True] * len(steps), "the fork returned a stale result" + report)
+        self.assertEqual(stock.equal_to_eager, [True] * len(steps), report)
+        self.assertEqual(fork.frame_counts, stock.frame_counts, report)
+        self.assertGreater(fork.frame_counts[2], fork.frame_counts[1], "the fork did not recompile" + report)
+
+    def test_property_with_setter_changed(self):
+        self.check(lambda s: setattr(s.target.config, "output_attentions", True))
+
+    def test_plain_value_changed(self):
+        self.check(lambda s: setattr(s.target.config, "return_dict", False))
+
+    def test_use_cache_changed(self):
+        self.check(lambda s: setattr(s.target.config, "use_cache", False))
+
+    def test_value_changed_through_mapped_name(self):
+        # GPT2Config maps num_hidden_layers to n_layer (on reads and writes);
+        # the cache the model builds has that many layers.
+        self.check(lambda s: setattr(s.target.config, "num_hidden_layers", 3))
+
+
 class TestGuardShape(TestCase):
     def test_config_reads_run_no_python(self):
         """The fork's tree for Model reads the config's values through

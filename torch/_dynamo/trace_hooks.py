@@ -60,6 +60,14 @@ EMPTY_NN_MODULE_HOOKS_DICT on each empty global hook dict (a global hook
 registered after compiling), and CLASS_ATTR_MATCH plus FUNCTION_CODE_MATCH
 on the class attribute torch inlines (``forward`` or ``__call__``, the name
 whose source it takes from the class).
+
+When the trace runs a class's own ``__getattribute__`` chain and reaches
+``super().__getattribute__(name)``, the read and its outcome are recorded
+and the chain's functions pinned (ATTRIBUTE_HOOKS_MATCH, GENERIC_ATTR_ABSENT;
+traced_getattribute.py), as is a ``hasattr`` the chain answered; the engine
+then reads those values through ``object.__getattribute__``. When the trace
+tests an instance ``__dict__`` for a key or reads its keys, which torch
+leaves unguarded, the fork guards that (instance_dict_reads.py).
 """
 
 from __future__ import annotations
