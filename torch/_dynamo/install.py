@@ -45,9 +45,9 @@ from dynamo_guards.fallback import (
     USER_ERRORS,
 )
 from dynamo_guards.guard_manager_wrapper import ForkGuardManagerWrapper
-from dynamo_guards.nn_module_attributes import EMPTY_NN_MODULE_HOOKS_DICT, getattr_on_nn_module
+from dynamo_guards.nn_module_attributes import EMPTY_NN_MODULE_HOOKS_DICT
 from dynamo_guards.trace_hooks import install_trace_hooks, uninstall_trace_hooks
-from dynamo_guards.traced_getattribute import building, hasattr_answer_of_trace, should_optimize_getattr
+from dynamo_guards.traced_getattribute import building, getattr_manager, hasattr_answer_of_trace, should_optimize_getattr
 
 _ENGINE_NAMES: dict[str, Any] = {
     "GuardManagerWrapper": ForkGuardManagerWrapper,
@@ -61,7 +61,7 @@ _ENGINE_NAMES: dict[str, Any] = {
 
 # GuardBuilder methods replaced while the engine builds a frame's guards.
 _ENGINE_BUILDER_METHODS: dict[str, Any] = {
-    "getattr_on_nn_module": getattr_on_nn_module,
+    "getattr_on_nn_module": getattr_manager,
 }
 
 # Guard create functions torch's trace attaches to guards, and the engine's

@@ -30,23 +30,14 @@ def getattr_on_nn_module(
     source_name: str,
     guard_manager_enum: Any,
 ) -> Any:
-    """Drop-in for ``GuardBuilder.getattr_on_nn_module`` (same arguments).
-    While the engine builds, torch also routes here the attributes of
-    objects with a Python ``__getattribute__`` (traced_getattribute.py):
-    those the trace read through ``object.__getattribute__`` are read that
-    way, the others by getattr, as torch reads them."""
-    from dynamo_guards.traced_getattribute import reads_generically
-
-    if isinstance(base_example_value, torch_module_type()):
-        return base_guard_manager.nn_module_attr_manager(
-            attr=source.member,
-            source=source_name,
-            example_value=example_value,
-            guard_manager_enum=guard_manager_enum,
-            example_module=base_example_value,
-        )
-    read = base_guard_manager.generic_getattr_manager if reads_generically(source_name) else base_guard_manager.getattr_manager
-    return read(attr=source.member, source=source_name, example_value=example_value, guard_manager_enum=guard_manager_enum)
+    """Drop-in for ``GuardBuilder.getattr_on_nn_module`` (same arguments)."""
+    return base_guard_manager.nn_module_attr_manager(
+        attr=source.member,
+        source=source_name,
+        example_value=example_value,
+        guard_manager_enum=guard_manager_enum,
+        example_module=base_example_value,
+    )
 
 
 # nn.Module.__getattr__'s order; Dynamo's trace reads the dicts itself.
@@ -75,13 +66,9 @@ def python_module_dict_slot(module: Any, name: str) -> str | None:
 
 
 def nn_module_getattr() -> Any:
-    return torch_module_type().__getattr__
-
-
-def torch_module_type() -> type:
     import torch
 
-    return torch.nn.Module
+    return torch.nn.Module.__getattr__
 
 
 def install_leaf(
@@ -273,7 +260,14 @@ def falls_through_to_getattr(value: Any, name: str) -> bool:
     found = class_lookup(cls, "__getattr__")
     if found is None or found[1] is nn_module_getattr():
         return False
-    if class_lookup(cls, name) is not None:
+    return generically_absent(value, name)
+
+
+def generically_absent(value: Any, name: str) -> bool:
+    """Whether ``object.__getattribute__(value, name)`` finds nothing at
+    all: no class of ``type(value)``'s MRO has ``name`` and the instance
+    __dict__ (if any) lacks it."""
+    if class_lookup(type(value), name) is not None:
         return False
     try:
         instance_dict = object.__getattribute__(value, "__dict__")
@@ -282,18 +276,18 @@ def falls_through_to_getattr(value: Any, name: str) -> bool:
     return type(instance_dict) is dict and name not in instance_dict
 
 
+def install_absence_leaf(builder: Any, guard: Any, name: str, code: str) -> None:
+    """The leaf that fails once ``object.__getattribute__(guard.name, name)``
+    would find something (GETATTR_FALLTHROUGH's, module_attr_guards.h)."""
+    install_leaf(builder, guard, code, lambda m, parts, stack: m.add_getattr_fallthrough_guard(name, parts, stack))
+
+
 def GETATTR_FALLTHROUGH(builder: Any, guard: Any, *, name: str) -> None:
     """Guard create function: ``guard.name``'s ``.name`` still reaches the
     class's custom __getattr__. See module_attr_guards.h."""
     value = builder.get(guard)
-    if not falls_through_to_getattr(value, name):
-        return
-    install_leaf(
-        builder,
-        guard,
-        f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__",
-        lambda m, parts, stack: m.add_getattr_fallthrough_guard(name, parts, stack),
-    )
+    if falls_through_to_getattr(value, name):
+        install_absence_leaf(builder, guard, name, f"{guard.name}.{name} falls through to {type(value).__qualname__}.__getattr__")
 
 
 def EMPTY_NN_MODULE_HOOKS_DICT(builder: Any, guard: Any) -> None:

@@ -224,7 +224,7 @@ def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
     # raises (getattr with a default) depends on the same facts.
     if self.source is not None and falls_through_to_getattr(self.value, name):
         install_guard(self.source.make_guard(functools.partial(GETATTR_FALLTHROUGH, name=name)))
-    through_chain = self.source is not None and self._object_has_getattribute and read_through_super(1)
+    through_chain = self.source is not None and self._object_has_getattribute and read_through_super()
     if not through_chain:
         return _original(UserDefinedObjectVariable, "generic_getattr")(self, tx, name)
     # ``super().__getattribute__(name)`` inside the class's own chain

@@ -54,6 +54,7 @@ import contextlib
 import dataclasses
 import functools
 import sys
+import types
 from typing import Any, Iterator
 
 import torch
@@ -61,7 +62,14 @@ from torch._dynamo.guards import install_guard
 from torch._dynamo.source import AttrSource
 from torch._dynamo.variables.misc import SuperVariable
 
-from dynamo_guards.nn_module_attributes import class_lookup, FUNCTION_CODE_MATCH, install_leaf
+from dynamo_guards.nn_module_attributes import (
+    class_lookup,
+    FUNCTION_CODE_MATCH,
+    generically_absent,
+    getattr_on_nn_module,
+    install_absence_leaf,
+    install_leaf,
+)
 
 
 @dataclasses.dataclass
@@ -105,17 +113,17 @@ def has_python_getattribute(value: Any) -> bool:
     """Whether ``type(value)`` answers attributes through a ``__getattribute__``
     written in Python (a function on its MRO)."""
     found = class_lookup(type(value), "__getattribute__")
-    return found is not None and type(found[1]) is type(has_python_getattribute)
+    return found is not None and isinstance(found[1], types.FunctionType)
 
 
-def read_through_super(caller_depth: int) -> bool:
-    """Whether the frame ``caller_depth`` levels up is torch's
+def read_through_super() -> bool:
+    """Whether the caller of the hook that calls this is torch's
     ``SuperVariable.call_method``: the trace is inlining
     ``super().__getattribute__(key)``, that is ``object.__getattribute__``.
     (torch's attribute trace also calls ``generic_getattr`` after a traced
     ``__getattribute__`` raised; Python calls ``__getattr__`` there, so such
     a read keeps torch's guard.)"""
-    return sys._getframe(caller_depth + 1).f_code is SuperVariable.call_method.__code__
+    return sys._getframe(2).f_code is SuperVariable.call_method.__code__
 
 
 def guard_attribute_hooks(variable: Any) -> None:
@@ -174,35 +182,41 @@ def ATTRIBUTE_HOOKS_MATCH(builder: Any, guard: Any) -> None:
         FUNCTION_CODE_MATCH(builder, guard, hook, f"{owner.__module__}.{owner.__qualname__}.{getattr(hook, '__name__', '')}")
 
 
-def generically_absent(value: Any, name: str) -> bool:
-    if class_lookup(type(value), name) is not None:
-        return False
-    try:
-        instance_dict = object.__getattribute__(value, "__dict__")
-    except AttributeError:
-        return True
-    return type(instance_dict) is dict and name not in instance_dict
-
-
 def GENERIC_ATTR_ABSENT(builder: Any, guard: Any, *, name: str) -> None:
     """Guard create function: ``object.__getattribute__(guard.name, name)``
     still finds nothing (no class of the MRO has ``name``, the instance
     ``__dict__`` lacks it: the same leaf as GETATTR_FALLTHROUGH). Nothing
     is installed when the object has ``name`` by now (the trace saw its own
     deletion)."""
-    value = builder.get(guard)
-    if not generically_absent(value, name):
-        return
-    install_leaf(
-        builder,
-        guard,
-        f"object.__getattribute__({guard.name}, {name!r}) finds nothing",
-        lambda m, parts, stack: m.add_getattr_fallthrough_guard(name, parts, stack),
-    )
+    if generically_absent(builder.get(guard), name):
+        install_absence_leaf(builder, guard, name, f"object.__getattribute__({guard.name}, {name!r}) finds nothing")
 
 
 def should_optimize_getattr(value: Any) -> bool:
     """Stands in for torch's ``should_optimize_getattr_on_nn_module`` while
-    the engine builds: the engine's ``getattr_on_nn_module`` also sees the
-    attributes of objects with a Python ``__getattribute__``."""
+    the engine builds: the attributes of objects with a Python
+    ``__getattribute__`` reach ``getattr_manager`` too."""
     return isinstance(value, torch.nn.Module) or has_python_getattribute(value)
+
+
+def getattr_manager(
+    builder: Any,
+    source: Any,
+    base_guard_manager: Any,
+    base_example_value: Any,
+    example_value: Any,
+    base_source_name: str,
+    source_name: str,
+    guard_manager_enum: Any,
+) -> Any:
+    """Stands in for ``GuardBuilder.getattr_on_nn_module`` (same arguments)
+    while the engine builds: a module's attribute is the engine's
+    nn.Module accessor's; an attribute the trace read through
+    ``object.__getattribute__`` is read that way; any other by getattr, as
+    torch reads it."""
+    if isinstance(base_example_value, torch.nn.Module):
+        return getattr_on_nn_module(
+            builder, source, base_guard_manager, base_example_value, example_value, base_source_name, source_name, guard_manager_enum
+        )
+    read = base_guard_manager.generic_getattr_manager if reads_generically(source_name) else base_guard_manager.getattr_manager
+    return read(attr=source.member, source=source_name, example_value=example_value, guard_manager_enum=guard_manager_enum)

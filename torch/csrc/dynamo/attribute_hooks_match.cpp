@@ -5,20 +5,6 @@
 
 namespace dynamo_guards {
 
-namespace {
-
-PyObject* getattribute_name() {
-  static PyObject* name = PyUnicode_InternFromString("__getattribute__");  // immortal for the engine's life
-  return name;
-}
-
-PyObject* getattr_name() {
-  static PyObject* name = PyUnicode_InternFromString("__getattr__");
-  return name;
-}
-
-}  // namespace
-
 ATTRIBUTE_HOOKS_MATCH::ATTRIBUTE_HOOKS_MATCH(
     py::object cls,
     py::object getattribute_chain,

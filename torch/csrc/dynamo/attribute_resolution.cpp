@@ -40,6 +40,13 @@ const ModuleFacts& module_facts() {
   return facts;
 }
 
+}  // namespace
+
+PyObject* getattribute_name() { return module_facts().getattribute_name; }
+PyObject* getattr_name() { return module_facts().getattr_name; }
+
+namespace {
+
 // The class in type's MRO whose __dict__ defines `name` (for reasons).
 std::string defining_class(PyTypeObject* type, PyObject* name) {
   PyObject* mro = type->tp_mro;

@@ -82,6 +82,11 @@ PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
 // hasattr(obj, name) along `plan`: 1, 0, or -1 with an error set.
 int has_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan);
 
+// The interned names `__getattribute__` and `__getattr__` (borrowed; they
+// live as long as the engine).
+PyObject* getattribute_name();
+PyObject* getattr_name();
+
 // True when `obj.name` is `value` because the instance __dict__ answered:
 // the getattr slot is the generic one (or a module's, or a Python class's
 // whose __getattribute__ is object's), no data descriptor for `name` is on
