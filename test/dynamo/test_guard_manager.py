@@ -792,6 +792,23 @@ class ManagerTests(TestCase):
         self.assertIn("Duplicate tensor found", root.check_verbose({"a": a, "b": a}).verbose_code_parts[0])
         self.assertTrue(ma.has_object_aliasing_guard())
 
+    def test_no_tensor_aliasing_remembers_only_addresses_found_distinct(self):
+        # The last distinct set is reused only for the very same addresses
+        # in the same order: any other set is sorted and checked again.
+        a, b, c = torch.randn(2), torch.randn(2), torch.randn(2)
+        root = guards.RootGuardManager()
+        ma = root.framelocals_manager(("a", 0), "L['a']", a, PLAIN)
+        mb = root.framelocals_manager(("b", 1), "L['b']", b, PLAIN)
+        mc = root.framelocals_manager(("c", 2), "L['c']", c, PLAIN)
+        guards.install_no_tensor_aliasing_guard([ma, mb, mc], ["a", "b", "c"], ["no aliasing"], None)
+        for _ in range(2):
+            self.assertTrue(root.check({"a": a, "b": b, "c": c}))
+        self.assertFalse(root.check({"a": a, "b": b, "c": a}))
+        self.assertFalse(root.check({"a": a, "b": c, "c": c}))
+        self.assertTrue(root.check({"a": c, "b": a, "c": b}))
+        self.assertFalse(root.check({"a": a, "b": b, "c": b}))
+        self.assertTrue(root.check({"a": a, "b": b, "c": c}))
+
     def test_object_aliasing(self):
         o = object()
         root = guards.RootGuardManager()
@@ -1764,6 +1781,218 @@ class SubtreeMemoTests(TestCase):
         obj.slots.value = 2
         self.assertFalse(root.check({"m": obj}))
 
+
+    # A class attribute holding a plain value (class_value_answers): pinned
+    # by the class's version tag and the instance __dict__ lacking the name.
+
+    def class_value_tree(self, obj: object) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        m.getattr_manager("level", "L['m'].level", obj.level, PLAIN).add_equals_match_guard(
+            obj.level, ["L['m'].level == 3"], None
+        )
+        root.finalize()
+        return root, m
+
+    def class_value_object(self) -> object:
+        class Base:
+            level = 3
+
+        class Leaf(Base):
+            pass
+
+        return Leaf()
+
+    def assert_class_value_pinned(self, obj: object, mutate, still_passes: bool) -> None:
+        root, m = self.class_value_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertNotIn("Walk", m.memo_log_kinds(), "the class answered: no getattr on each check")
+        self.assertTrue(root.check({"m": obj}))
+        mutate(obj)
+        self.assertEqual(root.check({"m": obj}), still_passes)
+        self.assertEqual(root.check_verbose({"m": obj}).result, still_passes, "fast and verbose checks agree")
+
+    def test_memo_class_value_changed_on_the_base(self):
+        self.assert_class_value_pinned(
+            self.class_value_object(), lambda obj: setattr(type(obj).__mro__[1], "level", 4), False
+        )
+
+    def test_memo_class_value_overridden_on_the_class(self):
+        self.assert_class_value_pinned(self.class_value_object(), lambda obj: setattr(type(obj), "level", 4), False)
+
+    def test_memo_class_value_shadowed_on_the_instance(self):
+        self.assert_class_value_pinned(self.class_value_object(), lambda obj: setattr(obj, "level", 4), False)
+
+    def test_memo_class_value_shadowed_by_an_equal_value(self):
+        self.assert_class_value_pinned(self.class_value_object(), lambda obj: setattr(obj, "level", 3), True)
+
+    def test_memo_class_value_replaced_by_a_property(self):
+        self.assert_class_value_pinned(
+            self.class_value_object(), lambda obj: setattr(type(obj), "level", property(lambda self: 4)), False
+        )
+
+    def test_memo_class_value_object_class_assigned(self):
+        class Other:
+            level = 4
+
+        def assign(obj: object) -> None:
+            obj.__class__ = Other
+
+        self.assert_class_value_pinned(self.class_value_object(), assign, False)
+
+    def test_memo_class_value_of_a_slotted_object(self):
+        class Slotted:
+            __slots__ = ()
+            level = 3
+
+        self.assert_class_value_pinned(Slotted(), lambda obj: setattr(Slotted, "level", 4), False)
+
+    def test_memo_class_value_behind_a_custom_getattribute_is_walked(self):
+        class Hooked:
+            level = 3
+
+            def __getattribute__(self, name):
+                return object.__getattribute__(self, name)
+
+        obj = Hooked()
+        root, m = self.class_value_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIn("Walk", m.memo_log_kinds())
+
+    def test_memo_class_value_whose_type_may_gain_get_is_walked(self):
+        class Value:
+            def __eq__(self, other):
+                return isinstance(other, Value)
+
+            __hash__ = object.__hash__
+
+        class Holds:
+            level = Value()
+
+        obj = Holds()
+        root, m = self.class_value_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIn("Walk", m.memo_log_kinds(), "Value could be given __get__ later")
+        Value.__get__ = lambda self, instance, owner: 4
+        self.assertFalse(root.check({"m": obj}))
+
+    # A list item (MemoRecorder::list_item): pinned by identity, proven by
+    # a weak reference, since a list signals no change.
+
+    def list_item_tree(self, obj: Holder) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        layers = d.dict_getitem_manager("layers", "L['m'].layers", obj.layers, PLAIN)
+        layers.add_length_check_guard(2, ["len(L['m'].layers) == 2"], None)
+        item = layers.list_getitem_manager(1, "L['m'].layers[1]", obj.layers[1], PLAIN)
+        item.add_type_match_guard(id_type(obj.layers[1]), ["type(L['m'].layers[1])"], None)
+        inner = item.get_generic_dict_manager("L['m'].layers[1].__dict__", obj.layers[1].__dict__, PLAIN)
+        inner.dict_getitem_manager("flag", "L['m'].layers[1].flag", True, PLAIN).add_true_match_guard(
+            ["L['m'].layers[1].flag is True"], None
+        )
+        root.finalize()
+        return root, m
+
+    def list_holder(self) -> Holder:
+        return Holder(layers=[Holder(flag=True), Holder(flag=True)])
+
+    def assert_list_item_pinned(self, mutate, still_passes: bool) -> None:
+        obj = self.list_holder()
+        root, m = self.list_item_tree(obj)
+        self.assertTrue(root.check({"m": obj}))
+        kinds = m.memo_log_kinds()
+        self.assertEqual(kinds.get("ListItem"), 1)
+        self.assertNotIn("Walk", kinds)
+        self.assertTrue(root.check({"m": obj}))
+        mutate(obj)
+        self.assertEqual(root.check({"m": obj}), still_passes)
+        self.assertEqual(root.check_verbose({"m": obj}).result, still_passes, "fast and verbose checks agree")
+
+    def test_memo_list_item_attribute_changed(self):
+        self.assert_list_item_pinned(lambda obj: setattr(obj.layers[1], "flag", False), False)
+
+    def test_memo_list_item_replaced(self):
+        self.assert_list_item_pinned(lambda obj: obj.layers.__setitem__(1, Holder(flag=False)), False)
+
+    def test_memo_list_item_replaced_by_an_equal_object(self):
+        # Another object that passes the same guards: the walk would pass.
+        self.assert_list_item_pinned(lambda obj: obj.layers.__setitem__(1, Holder(flag=True)), True)
+
+    def test_memo_list_items_swapped(self):
+        def swap(obj: Holder) -> None:
+            obj.layers[0].flag = False
+            obj.layers.reverse()
+
+        self.assert_list_item_pinned(swap, False)
+
+    def test_memo_list_shortened(self):
+        self.assert_list_item_pinned(lambda obj: obj.layers.pop(), False)
+
+    def test_memo_list_item_replaced_by_one_at_the_recorded_address(self):
+        # The recorded item dies and a new object may take its address; the
+        # weak reference tells them apart, whatever the new object holds.
+        def replace(obj: Holder) -> None:
+            obj.layers[1] = None
+            gc.collect()
+            obj.layers[1] = Holder(flag=False)
+
+        self.assert_list_item_pinned(replace, False)
+
+    def test_memo_list_item_without_weak_references_is_walked(self):
+        obj = Holder(layers=[0, Holder(flag=True)])
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        layers = d.dict_getitem_manager("layers", "L['m'].layers", obj.layers, PLAIN)
+        layers.list_getitem_manager(0, "L['m'].layers[0]", 0, PLAIN).add_equals_match_guard(0, ["layers[0] == 0"], None)
+        root.finalize()
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIn("Walk", m.memo_log_kinds(), "an int takes no weak reference")
+        obj.layers[0] = 1
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_list_item_freed_by_a_python_guard_on_it(self):
+        # A lambda guard on the item (run after the item was proven, before
+        # the steps that read inside it) drops the item from the list, which
+        # held its only reference: the log holds it while validating, as the
+        # walk holds the value it checks, so the steps below still read a
+        # live object (the sanitizer build checks that), and lets it go
+        # when the check ends. That check's own answer may differ between
+        # interpreters: on 3.11 the new item's dict moves the dict clock, so
+        # the log gives up and walks the list as it now is.
+        def replace_on_third_call(item: object) -> bool:
+            calls.append(1)
+            if len(calls) == 3:
+                obj.layers[1] = Holder(flag=False)
+            return True
+
+        for verbose in (False, True):
+            calls: list[int] = []
+            obj = self.list_holder()
+            root = guards.RootGuardManager()
+            m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+            d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+            layers = d.dict_getitem_manager("layers", "L['m'].layers", obj.layers, PLAIN)
+            item = layers.list_getitem_manager(1, "L['m'].layers[1]", obj.layers[1], PLAIN)
+            item.add_lambda_guard(replace_on_third_call, ["replace"], None)
+            inner = item.get_generic_dict_manager("L['m'].layers[1].__dict__", obj.layers[1].__dict__, PLAIN)
+            inner.dict_getitem_manager("flag", "L['m'].layers[1].flag", True, PLAIN).add_true_match_guard(
+                ["flag"], None
+            )
+            root.finalize()
+            check = (lambda: root.check_verbose({"m": obj}).result) if verbose else (lambda: root.check({"m": obj}))
+            self.assertTrue(check())
+            self.assertTrue(check())
+            if not verbose:
+                self.assertEqual(m.memo_log_kinds().get("ListItem"), 1)
+            old_item = weakref.ref(obj.layers[1])
+            check()
+            self.assertIsNone(old_item(), "the replaced item is not kept alive past the check")
+            self.assertFalse(check())
 
 class GlobalStateTests(TestCase):
     """The native GLOBAL_STATE agrees with torch's GlobalStateGuard on every

@@ -145,19 +145,26 @@ def python_reads_floor(frame: CapturedFrame) -> FloorTimer:
     return functools.partial(time_batch_us, replay)
 
 
-def check_floor(frame: CapturedFrame) -> FloorTimer:
+def check_floor_parts(frame: CapturedFrame) -> list[FloorTimer]:
     """What every sound fork check of the frame runs at least, in the order
     the check runs it: the call, the root's leaf guards, the reads through
     Python attribute code, one word of every other object the memo logs
-    name, and the tensor comparisons. Each part is timed on its own, one
-    after the other; their sum leaves out the check's own bookkeeping."""
-    parts = [
+    name, and the tensor comparisons, each timed by its own timer."""
+    return [
         empty_check_floor(frame),
         root_leaves_floor(frame),
         python_reads_floor(frame),
         memo_touches(frame.wrapper.fork_root, tensors=False),
         tensor_floor(frame),
     ]
+
+
+def check_floor(frame: CapturedFrame) -> FloorTimer:
+    """The check floor: its parts (``check_floor_parts``) each timed on
+    its own, one after the other; their sum leaves out the check's own
+    bookkeeping. Warm, each part repeats alone and so keeps only its own
+    data in the caches (``floor_in_turn.py`` times them in turn)."""
+    parts = check_floor_parts(frame)
     return lambda passes: sum(part(passes) for part in parts)
 
 

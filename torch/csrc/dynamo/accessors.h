@@ -90,7 +90,16 @@ class GetItemGuardAccessor : public KeyedAccessor<GetItemGuardAccessor> {
   std::string repr() const override;
   std::string access_failure() const override { return "KeyError on " + child_->source(); }
 };
-DYNAMO_GUARDS_ACCESSOR(ListGetItemGuardAccessor);
+// list[i]: pinned by identity (MemoRecorder::list_item).
+class ListGetItemGuardAccessor : public KeyedAccessor<ListGetItemGuardAccessor> {
+ public:
+  static constexpr const char* kKind = "ListGetItemGuardAccessor";
+  ListGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
+  PyObject* access(PyObject* parent) override;
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
+    return recorder.list_item(parent, PyLong_AsSsize_t(this->key_.ptr()), child);
+  }
+};
 class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor> {
  public:
   static constexpr const char* kKind = "TupleGetItemGuardAccessor";
@@ -194,18 +203,27 @@ class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAcce
 };
 // object.__getattribute__(parent, name): skips a class's __getattr__.
 // Supplies the memo hooks of the two getattr accessors: a read the instance
-// __dict__ answered is pinned by the class tag and that dict.
+// __dict__ answered is pinned by the class tag and that dict; a read a
+// class attribute answered with a plain value (class_value_answers), by
+// the class tag and the instance __dict__ lacking the name.
 template <typename Derived>
 class InstanceAttrAccessor : public KeyedAccessor<Derived> {
  public:
   using KeyedAccessor<Derived>::KeyedAccessor;
   std::string access_failure() const override { return "getattr failed on source " + this->child_->source(); }
   bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
-    if (!instance_dict_answers(parent, this->key_.ptr(), child, Derived::kReadsGenerically)) {
+    PyObject* name = this->key_.ptr();
+    if (instance_dict_answers(parent, name, child, Derived::kReadsGenerically)) {
+      recorder.type_tag(parent);
+      recorder.object_dict(parent);
+    } else if (class_value_answers(parent, name, child, Derived::kReadsGenerically)) {
+      recorder.type_tag(parent);
+      if (_PyObject_GetDictPtr(parent) != nullptr) {
+        recorder.object_dict(parent);
+      }
+    } else {
       return false;
     }
-    recorder.type_tag(parent);
-    recorder.object_dict(parent);
     recorder.anchor(child);
     return true;
   }

@@ -196,11 +196,43 @@ PyObject* read_attribute(PyObject* obj, PyObject* name, const AttrPlan& plan) {
   return PyObject_GetAttr(obj, name);
 }
 
+namespace {
+
+// Whether getattr(obj, name) is Python's generic lookup (or, with
+// `generic_read`, is object.__getattribute__ itself).
+bool reads_generically(PyTypeObject* type, PyObject* name, bool generic_read) {
+  return generic_read || type->tp_getattro == PyObject_GenericGetAttr ||
+      type->tp_getattro == PyModule_Type.tp_getattro || plan_attribute(type, name).path != AttrPath::GetAttr;
+}
+
+}  // namespace
+
+bool class_value_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read) {
+  PyTypeObject* type = Py_TYPE(obj);
+  if (!reads_generically(type, name, generic_read) || _PyType_Lookup(type, name) != value) {
+    return false;
+  }
+  PyTypeObject* value_type = Py_TYPE(value);
+  if (!PyType_HasFeature(value_type, Py_TPFLAGS_IMMUTABLETYPE) || value_type->tp_descr_get != nullptr) {
+    return false;
+  }
+  if (_PyObject_GetDictPtr(obj) == nullptr) {
+    return true;  // no instance __dict__ to look in
+  }
+  PyObject* d = instance_dict(obj);
+  if (d == nullptr || !PyDict_Check(d)) {
+    return false;
+  }
+  int contains = PyDict_Contains(d, name);
+  if (contains < 0) {
+    PyErr_Clear();
+  }
+  return contains == 0;
+}
+
 bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read) {
   PyTypeObject* type = Py_TYPE(obj);
-  bool generic_slot = generic_read || type->tp_getattro == PyObject_GenericGetAttr ||
-      type->tp_getattro == PyModule_Type.tp_getattro || plan_attribute(type, name).path != AttrPath::GetAttr;
-  if (!generic_slot) {
+  if (!reads_generically(type, name, generic_read)) {
     return false;
   }
   PyObject* descr = _PyType_Lookup(type, name);

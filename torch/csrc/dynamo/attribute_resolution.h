@@ -96,6 +96,16 @@ PyObject* getattr_name();
 // whatever the class's own slot) the slot is not consulted.
 bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
 
+// True when `obj.name` is `value` because the class answered with a plain
+// value: the lookup is the generic one (as for instance_dict_answers), the
+// MRO's first class attribute `name` is `value` itself, `value`'s type is
+// immutable and defines no __get__ (so the lookup returns it unbound, and
+// no later change can make it a descriptor), and the instance __dict__, if
+// the object has one, lacks `name`. Such a read is pinned by the class's
+// version tag (which pins every class dict along the MRO, hence the value)
+// and the instance __dict__'s contents.
+bool class_value_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
+
 // Whether Python's lookup of `name` on instances of `type` consults the
 // instance __dict__ before any class attribute: the generic lookup (the
 // getattr slot is object's, or a Python class's whose __getattribute__ is

@@ -51,14 +51,35 @@ RelationalSlot::RelationalSlot(
       slot_(slot),
       public_leaf_(std::move(public_leaf)) {}
 
-bool NoTensorAliasing::holds() {
-  std::vector<PyObject*> seen;
-  seen.reserve(slots_.size());
-  for (const OwnedRef& slot : slots_) {
-    seen.push_back(slot.get());
+bool NoTensorAliasing::same_as_last_distinct() const {
+  if (last_distinct_.size() != slots_.size()) {
+    return false;
   }
-  std::sort(seen.begin(), seen.end());
-  return std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].get() != last_distinct_[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool NoTensorAliasing::holds() {
+  if (same_as_last_distinct()) {
+    return true;
+  }
+  sorted_.clear();
+  for (const OwnedRef& slot : slots_) {
+    sorted_.push_back(slot.get());
+  }
+  std::sort(sorted_.begin(), sorted_.end());
+  if (std::adjacent_find(sorted_.begin(), sorted_.end()) != sorted_.end()) {
+    return false;
+  }
+  last_distinct_.clear();
+  for (const OwnedRef& slot : slots_) {
+    last_distinct_.push_back(slot.get());
+  }
+  return true;
 }
 
 py::list NoTensorAliasing::describe_failure() {

@@ -95,6 +95,15 @@ class NoTensorAliasing : public RelationalState {
  protected:
   bool holds() override;
   py::list describe_failure() override;
+
+ private:
+  // Whether the slots hold, in order, the addresses of the last values
+  // found distinct. The verdict is a function of the addresses alone, so
+  // those are distinct again, with no sort (the common case: the same
+  // parameters and inputs on every call). Compared, never dereferenced.
+  bool same_as_last_distinct() const;
+  std::vector<PyObject*> last_distinct_;
+  std::vector<PyObject*> sorted_;  // scratch, kept for its capacity
 };
 
 class ObjectAliasing : public RelationalState {

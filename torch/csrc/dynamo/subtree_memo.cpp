@@ -36,6 +36,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "FieldIdentity";
     case MemoStep::Kind::TypedObjectDict:
       return "TypedObjectDict";
+    case MemoStep::Kind::ListItem:
+      return "ListItem";
   }
   return "?";
 }
@@ -134,6 +136,26 @@ void MemoRecorder::type(PyObject* obj) {
   }
   types_[obj] = {t, steps_.size()};
   push({MemoStep::Kind::Type, obj, t, 0});
+}
+
+bool MemoRecorder::list_item(PyObject* list, Py_ssize_t index, PyObject* item) {
+  if (!anchored(list) && list != memo_value_) {
+    return false;
+  }
+  if (!PyList_CheckExact(list) || !PyType_SUPPORTS_WEAKREFS(Py_TYPE(item))) {
+    return false;
+  }
+  OwnedRef ref(PyWeakref_NewRef(item, nullptr));
+  if (!ref) {
+    PyErr_Clear();
+    return false;
+  }
+  MemoStep step(MemoStep::Kind::ListItem, list, item, static_cast<uint64_t>(index));
+  step.tag = static_cast<uint32_t>(weakrefs_.size());
+  weakrefs_.push_back(std::move(ref));
+  push(step);
+  anchor(item);
+  return true;
 }
 
 void MemoRecorder::type_tag(PyObject* obj) {
@@ -318,6 +340,11 @@ bool SubtreeMemo::validate(PyObject* value) const {
   TensorLocalState fresh_state;
   const TensorLocalState* tensor_state = nullptr;
   DictClock clock = reads_dict_clock_ ? read_dict_clock() : DictClock{};
+  // The items ListItem steps proved, held until validation ends.
+  std::vector<OwnedRef> proven_items;
+  if (has_list_items_) {
+    proven_items.reserve(weakrefs_.size());
+  }
   // After a step that may have run Python code: no dict was created or
   // changed meanwhile, so every dict the log checked by version still is
   // what the check saw, and no watched one changed either.
@@ -424,6 +451,18 @@ bool SubtreeMemo::validate(PyObject* value) const {
         }
         break;
       }
+      case MemoStep::Kind::ListItem: {
+        // The list is reachable, and stays a list: an exact list's class
+        // cannot be assigned.
+        PyObject* list = static_cast<PyObject*>(s.a);
+        const auto index = static_cast<Py_ssize_t>(s.c);
+        if (index >= PyList_GET_SIZE(list) || PyList_GET_ITEM(list, index) != s.b ||
+            own_weakref_referent(weakrefs_[s.tag].get()) != s.b) {
+          return false;
+        }
+        proven_items.push_back(OwnedRef::from_borrowed(static_cast<PyObject*>(s.b)));
+        break;
+      }
       case MemoStep::Kind::DictRun: {
         const DictCheck* run = dict_checks_.data() + s.c;
         const DictCheck* end = run + reinterpret_cast<uintptr_t>(s.b);
@@ -491,6 +530,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
       steps_.clear();
       dict_checks_.clear();
       tensors_.clear();
+      weakrefs_.clear();
       watches_->clear();
     }
     return true;
@@ -509,6 +549,8 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   watches_ = std::move(watches);  // the previous set stops watching
   steps_ = recorder.take_steps();
   tensors_ = recorder.take_tensors();
+  weakrefs_ = recorder.take_weakrefs();
+  has_list_items_ = !weakrefs_.empty();
   bool pins_versions = false;
   bool runs_python = false;
   for (const MemoStep& step : steps_) {

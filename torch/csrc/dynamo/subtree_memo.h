@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "torch/csrc/dynamo/attribute_resolution.h"
+#include "torch/csrc/dynamo/py_ref.h"
 #include "torch/csrc/dynamo/python_compat.h"
 #include "torch/csrc/dynamo/tensor_expectation.h"
 #include "torch/csrc/dynamo/watchers.h"
@@ -84,6 +85,10 @@ struct MemoStep {
     // at address b (MemoRecorder::field_identity): a: the field.
     FieldIdentity,
     TypedObjectDict,  // a TaggedObjectDict whose type is watched: no tag compared
+    // Item c of the reachable list a is still the very object b: the slot
+    // holds b's address and the log's weak reference number `tag` to the
+    // recorded item is alive and names b (MemoRecorder::list_item).
+    ListItem,
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
@@ -181,6 +186,16 @@ class MemoRecorder {
   // Whether type_of() pinned `type`'s own tag: what changes only together
   // with that tag (the MRO) is then pinned too.
   bool type_state_pinned(PyObject* type) const { return pinned_types_.count(type) != 0; }
+  // Pins `item`, read as item `index` of the reachable exact list `list`,
+  // by identity, and anchors it. A list signals no change, so the step
+  // reads the slot again, and proves the object there is the one recorded
+  // (not another one at a reused address) by a weak reference to it, made
+  // here: a weak reference is alive and names an address only while that
+  // very object lives. While validating, the log holds a strong reference
+  // to each item so proven, so Python code a later step runs cannot free
+  // it under the steps below it. False, with nothing logged, when the item
+  // takes no weak references or `list` is not reachable.
+  bool list_item(PyObject* list, Py_ssize_t index, PyObject* item);
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
   // What a lookup along `path` on `obj` reads besides the class: the class
@@ -195,6 +210,7 @@ class MemoRecorder {
   bool aborted() const { return aborted_; }
   std::vector<MemoStep> take_steps() { return std::move(steps_); }
   std::vector<TensorRecord> take_tensors() { return std::move(tensors_); }
+  std::vector<OwnedRef> take_weakrefs() { return std::move(weakrefs_); }
 
  private:
   void push(MemoStep step) { steps_.push_back(step); }
@@ -208,6 +224,7 @@ class MemoRecorder {
   bool aborted_ = false;
   std::vector<MemoStep> steps_;
   std::vector<TensorRecord> tensors_;
+  std::vector<OwnedRef> weakrefs_;  // the ListItem steps' weak references
   std::unordered_set<PyObject*> anchored_;
   std::unordered_set<PyObject*> dicts_;
   std::unordered_set<PyObject*> object_dicts_;
@@ -323,6 +340,8 @@ class SubtreeMemo {
   std::vector<MemoStep> steps_;
   std::vector<DictCheck> dict_checks_;  // the DictRun steps' checks, in log order
   std::vector<TensorRecord> tensors_;   // the Tensor steps' records, in log order
+  std::vector<OwnedRef> weakrefs_;      // the ListItem steps' weak references to their items
+  bool has_list_items_ = false;
   // Whether some step pins a dict by its version and some step may run
   // Python code: validation then reads the dict version clock
   // (python_compat.h) around each such step, since that code may change a
