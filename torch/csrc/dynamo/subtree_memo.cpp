@@ -340,11 +340,18 @@ bool SubtreeMemo::validate(PyObject* value) const {
   TensorLocalState fresh_state;
   const TensorLocalState* tensor_state = nullptr;
   DictClock clock = reads_dict_clock_ ? read_dict_clock() : DictClock{};
-  // The items ListItem steps proved, held until validation ends.
-  std::vector<OwnedRef> proven_items;
-  if (has_list_items_) {
-    proven_items.reserve(weakrefs_.size());
-  }
+  // The items the ListItem steps proved, held until validation ends: the
+  // referents of the log's first `count` weak references (a ListItem step's
+  // tag numbers it in log order), alive because held. No allocation.
+  struct ProvenItems {
+    const std::vector<OwnedRef>& refs;
+    size_t count = 0;
+    ~ProvenItems() {
+      for (size_t k = 0; k < count; ++k) {
+        Py_DECREF(own_weakref_referent(refs[k].get()));
+      }
+    }
+  } proven_items{weakrefs_};
   // After a step that may have run Python code: no dict was created or
   // changed meanwhile, so every dict the log checked by version still is
   // what the check saw, and no watched one changed either.
@@ -460,7 +467,8 @@ bool SubtreeMemo::validate(PyObject* value) const {
             own_weakref_referent(weakrefs_[s.tag].get()) != s.b) {
           return false;
         }
-        proven_items.push_back(OwnedRef::from_borrowed(static_cast<PyObject*>(s.b)));
+        Py_INCREF(static_cast<PyObject*>(s.b));
+        ++proven_items.count;
         break;
       }
       case MemoStep::Kind::DictRun: {
@@ -550,7 +558,6 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   steps_ = recorder.take_steps();
   tensors_ = recorder.take_tensors();
   weakrefs_ = recorder.take_weakrefs();
-  has_list_items_ = !weakrefs_.empty();
   bool pins_versions = false;
   bool runs_python = false;
   for (const MemoStep& step : steps_) {

@@ -340,8 +340,7 @@ class SubtreeMemo {
   std::vector<MemoStep> steps_;
   std::vector<DictCheck> dict_checks_;  // the DictRun steps' checks, in log order
   std::vector<TensorRecord> tensors_;   // the Tensor steps' records, in log order
-  std::vector<OwnedRef> weakrefs_;      // the ListItem steps' weak references to their items
-  bool has_list_items_ = false;
+  std::vector<OwnedRef> weakrefs_;      // the ListItem steps' weak references to their items, in log order
   // Whether some step pins a dict by its version and some step may run
   // Python code: validation then reads the dict version clock
   // (python_compat.h) around each such step, since that code may change a
