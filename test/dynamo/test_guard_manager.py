@@ -290,10 +290,45 @@ class LeafGuardTests(TestCase):
         self.assertFalse(guard(obj))
 
     def test_function_code_match_bad_argument(self):
-        with self.assertRaisesRegex(TypeError, "needs a function or a classmethod"):
+        with self.assertRaisesRegex(TypeError, "needs a function, or a classmethod or property"):
             guards.FUNCTION_CODE_MATCH(staticmethod(len), ["code"])
-        with self.assertRaisesRegex(TypeError, "needs a function or a classmethod"):
+        with self.assertRaisesRegex(TypeError, "needs a function, or a classmethod or property"):
             guards.FUNCTION_CODE_MATCH(classmethod(len), ["code"])
+        with self.assertRaisesRegex(TypeError, "needs a function, or a classmethod or property"):
+            guards.FUNCTION_CODE_MATCH(property(len), ["code"])
+        with self.assertRaisesRegex(TypeError, "needs a function, or a classmethod or property"):
+            guards.FUNCTION_CODE_MATCH(property(), ["code"])
+
+    def test_function_code_match_property_getter_code_swapped(self):
+        class C:
+            @property
+            def value(self):
+                return 1
+
+        def other(self):
+            return 2
+
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["value"], ["C.value keeps its __code__"])
+        self.assertTrue(guard(None))
+        C.__dict__["value"].fget.__code__ = other.__code__
+        self.assertFalse(guard(None))
+
+    def test_function_code_match_property_reinitialized_same_code(self):
+        class C:
+            @property
+            def value(self):
+                return 1
+
+        getter = C.__dict__["value"].fget
+        copy = types.FunctionType(getter.__code__, getter.__globals__, "value")
+        guard = guards.FUNCTION_CODE_MATCH(C.__dict__["value"], ["C.value keeps its __code__"])
+        self.assertTrue(guard(None))
+        C.__dict__["value"].__init__(copy)
+        self.assertFalse(guard(None), "the same property now calls another function, though with the same code")
+        C.__dict__["value"].__init__(getter)
+        self.assertTrue(guard(None), "the getter the trace inlined is back")
+        C.__dict__["value"].__init__(None)
+        self.assertFalse(guard(None), "a property without a getter")
 
     def test_function_code_match_classmethod_code_swapped(self):
         class C:

@@ -13,6 +13,7 @@ when stock does; where stock is stale the test checks that it still is."""
 from __future__ import annotations
 
 import sys
+import types
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -375,6 +376,122 @@ class TestInstanceDictReads(ChainTestCase):
         self.check(lambda s: setattr(holder_of(s), "other", 1), stock_stale=False, make=lambda: InstanceDictModel(reads_get))
 
 
+ENABLED = True
+
+
+class Layer:
+    compileable = True
+
+
+def make_cache_model() -> nn.Module:
+    """A module reading ``getattr(self.cache, "compileable", False)``, whose
+    property getter loops over the cache's layers (transformers' Cache
+    ``is_compileable``). Classes of their own per model, so a test may
+    mutate them."""
+
+    class Cache:
+        def __init__(self) -> None:
+            self.layers = [Layer(), Layer()]
+
+        @property
+        def compileable(self) -> bool:
+            return ENABLED and all(layer.compileable for layer in self.layers)
+
+    class CacheModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cache = Cache()
+
+        def forward(self, x):
+            return x + 1 if getattr(self.cache, "compileable", False) else x - 1
+
+    return CacheModel()
+
+
+def cache_of(state: Any) -> Any:
+    return state.target.cache
+
+
+def compileable_property(state: Any) -> property:
+    return vars(type(cache_of(state)))["compileable"]
+
+
+def raise_attribute_error(self: Any) -> bool:
+    raise AttributeError("compileable")
+
+
+class TestHasattrThroughProperty(ChainTestCase):
+    """``getattr(obj, name, default)`` on a property whose getter is Python
+    code: the trace inlines the getter, and the fork keeps its True answer
+    by the getter's lookup and code instead of torch's HASATTR guard, which
+    calls the getter on every check."""
+
+    def check_cache(self, mutate: Callable[[Any], None], *, stock_stale: bool | None) -> None:
+        self.check(mutate, stock_stale=stock_stale, make=make_cache_model)
+
+    def test_what_getter_reads_changed(self):
+        self.check_cache(lambda s: setattr(cache_of(s).layers[0], "compileable", False), stock_stale=False)
+
+    def test_getter_raises_attribute_error_now(self):
+        self.check_cache(lambda s: delattr(cache_of(s), "layers"), stock_stale=False)
+
+    def test_global_getter_reads_changed(self):
+        def make() -> nn.Module:
+            globals()["ENABLED"] = True
+            return make_cache_model()
+
+        try:
+            self.check(lambda s: globals().__setitem__("ENABLED", False), stock_stale=False, make=make)
+        finally:
+            globals()["ENABLED"] = True
+
+    def test_property_replaced_on_class(self):
+        self.check_cache(lambda s: setattr(type(cache_of(s)), "compileable", property(raise_attribute_error)), stock_stale=False)
+
+    def test_property_deleted_from_class(self):
+        self.check_cache(lambda s: delattr(type(cache_of(s)), "compileable"), stock_stale=False)
+
+    def test_property_reinitialized_with_other_getter(self):
+        self.check_cache(lambda s: compileable_property(s).__init__(raise_attribute_error), stock_stale=False)
+
+    def test_property_reinitialized_with_same_code_other_globals(self):
+        def mutate(s: Any) -> None:
+            getter = compileable_property(s).fget
+            disabled = types.FunctionType(getter.__code__, {**getter.__globals__, "ENABLED": False}, getter.__name__)
+            compileable_property(s).__init__(disabled)
+
+        # Stock reads the getter's code and the module's ENABLED, both as
+        # they were; the fork pins the getter itself.
+        self.check_cache(mutate, stock_stale=True)
+
+    def test_getter_code_swapped(self):
+        self.check_cache(lambda s: setattr(compileable_property(s).fget, "__code__", raise_attribute_error.__code__), stock_stale=False)
+
+    def test_class_gains_getattribute(self):
+        # Stock's HASATTR still finds the name, and no guard of its own
+        # looks at the class's hooks. (A __getattribute__ raising
+        # AttributeError for the name is traced wrong by torch 2.13 after
+        # the recompile, under either engine.)
+        def answer_false(self: Any, name: str) -> Any:
+            return False if name == "compileable" else object.__getattribute__(self, name)
+
+        self.check_cache(lambda s: setattr(type(cache_of(s)), "__getattribute__", answer_false), stock_stale=True)
+
+    def test_instance_dict_entry_added(self):
+        # The property is a data descriptor: the instance's entry never
+        # answers, and neither engine recompiles.
+        self.check_cache(lambda s: cache_of(s).__dict__.__setitem__("compileable", False), stock_stale=False)
+
+    def test_subclass_overrides_property(self):
+        def mutate(s: Any) -> None:
+            class Disabled(type(cache_of(s))):
+                compileable = property(raise_attribute_error)
+
+            s.target.cache = Disabled()
+
+        self.check_cache(mutate, stock_stale=False)
+
+
 def tiny_gpt2() -> Any:
     from transformers import GPT2Config, GPT2Model
 
@@ -431,7 +548,30 @@ class TestTransformersConfig(TestCase):
         self.check(lambda s: setattr(s.target.config, "num_hidden_layers", 3))
 
 
+def fork_tree_of(model: nn.Module, x: torch.Tensor) -> str:
+    """The fork's guard tree (format_tree) of ``model``'s one compiled frame."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    torch._dynamo.reset()
+    with dynamo_guards.enabled():
+        compiled = torch.compile(model, backend="eager")
+        compiled(x)
+    roots = [entry.guard_manager.root.fork_root for entry in _debug_get_cache_entry_list(type(model).forward.__code__)]
+    torch._dynamo.reset()
+    assert len(roots) == 1, roots
+    return dynamo_guards.format_tree(roots[0])
+
+
 class TestGuardShape(TestCase):
+    def test_property_hasattr_runs_no_getter(self):
+        """No accessor calls the property (torch's HASATTR); its lookup and
+        getter are pinned instead."""
+        tree = fork_tree_of(make_cache_model(), torch.ones(2))
+        self.assertNotIn("GetAttrGuardAccessor(compileable)", tree)
+        self.assertIn("L['self'].cache.compileable from class attribute on", tree)
+        self.assertRegex(tree, r"FUNCTION_CODE_MATCH: .*make_cache_model\.<locals>\.Cache\.compileable keeps its __code__")
+        self.assertIn("type(L['self'].cache) keeps its __getattribute__ chain and __getattr__", tree)
+
     def test_config_reads_run_no_python(self):
         """The fork's tree for Model reads the config's values through
         object.__getattribute__ and keeps no hasattr guard that runs the

@@ -115,18 +115,20 @@ def class_lookup(cls: type, name: str) -> tuple[type, Any] | None:
 
 
 def inlined_code(attribute: Any) -> Any:
-    """The code object the trace runs for a class attribute it inlines
-    without a guard of its own: a function's, or a classmethod's function's;
-    None for anything else (function_code_match.h)."""
+    """The code object the trace runs for a class attribute it inlines: a
+    function's, a classmethod's function's or a property's getter's; None
+    for anything else (function_code_match.h)."""
     if type(attribute) is classmethod:
         attribute = attribute.__func__
+    elif type(attribute) is property:
+        attribute = attribute.fget
     return attribute.__code__ if isinstance(attribute, types.FunctionType) else None
 
 
 def FUNCTION_CODE_MATCH(builder: Any, guard: Any, attribute: Any, where: str) -> None:
-    """Pins, once per frame, the code ``attribute`` (a function or a
-    classmethod found on a class as ``where``) runs, on the root manager.
-    See function_code_match.h."""
+    """Pins, once per frame, the code ``attribute`` (a function, a
+    classmethod or a property found on a class as ``where``) runs, on the
+    root manager. See function_code_match.h."""
     code = inlined_code(attribute)
     if code is None:
         return

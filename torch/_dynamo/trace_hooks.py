@@ -19,8 +19,9 @@ Likewise, when the trace finds ``name`` on ``type(obj)`` (a method, a
 property, a class constant), torch guards only ``type(obj)`` by id; while the
 fork is installed the lookup also installs CLASS_ATTR_MATCH, which fails when
 the class (or a base) no longer answers with that object, and, for a
-function or classmethod, FUNCTION_CODE_MATCH (once per function per frame),
-which fails when it runs another ``__code__``. When the instance __dict__ shadows a
+function, classmethod or property with a Python getter, FUNCTION_CODE_MATCH
+(once per function per frame), which fails when it runs another
+``__code__`` (or, for a property, another getter). When the instance __dict__ shadows a
 class attribute that is not a data descriptor, the trace takes the instance's
 value (which torch guards) and the class attribute does not matter: the
 lookup installs CLASS_ATTR_SHADOWED instead, which fails only when the
@@ -65,7 +66,10 @@ When the trace runs a class's own ``__getattribute__`` chain and reaches
 ``super().__getattribute__(name)``, the read and its outcome are recorded
 and the chain's functions pinned (ATTRIBUTE_HOOKS_MATCH, GENERIC_ATTR_ABSENT;
 traced_getattribute.py), as is a ``hasattr`` the chain answered; the engine
-then reads those values through ``object.__getattribute__``. When the trace
+then reads those values through ``object.__getattribute__``. A ``hasattr``
+the trace answered True by inlining a property's Python getter keeps no
+HASATTR guard either: the getter's lookup and code are pinned instead
+(traced_getattribute.py). When the trace
 tests an instance ``__dict__`` for a key or reads its keys, which torch
 leaves unguarded, the fork guards that (instance_dict_reads.py).
 """
@@ -105,6 +109,7 @@ from dynamo_guards.nn_module_attributes import (
 )
 from dynamo_guards.torch_release import CLASS_GETATTR_METHOD
 from dynamo_guards.traced_getattribute import (
+    answered_by_property_getter,
     guard_attribute_hooks,
     guard_generic_failure,
     read_through_super,
@@ -241,12 +246,20 @@ def _generic_getattr(self: Any, tx: Any, name: str) -> Any:
 
 def _object_hasattr(self: Any, tx: Any, name: str) -> Any:
     """``hasattr(obj, name)``: for a class with a Python ``__getattribute__``
-    the trace runs the chain; the answer is then kept by the chain's guards
+    the trace runs the chain, for a property with a Python getter it inlines
+    the getter; the answer is then kept by the guards on what the trace ran
     (traced_getattribute.py), not by a hasattr guard that runs it again."""
     result = _original(UserDefinedObjectVariable, "call_obj_hasattr")(self, tx, name)
-    if self.source is not None and self._object_has_getattribute and result.is_python_constant():
+    if self.source is None or not result.is_python_constant():
+        return result
+    answer = bool(result.as_python_constant())
+    if self._object_has_getattribute:
         guard_attribute_hooks(self)
-        record_hasattr(tx, self, name, bool(result.as_python_constant()))
+        record_hasattr(tx, self, name, answer)
+    elif answer and answered_by_property_getter(self.value, name):
+        guard_attribute_hooks(self)
+        install_guard(self.source.make_guard(functools.partial(CLASS_ATTR_MATCH, name=name)))
+        record_hasattr(tx, self, name, answer)
     return result
 
 

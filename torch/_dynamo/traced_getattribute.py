@@ -46,6 +46,24 @@ stock's check, which re-ran the chain, could notice a change the fork does
 not (docs/limitations.md). A read through ``getattr`` that the trace did
 not resolve this way (the name mapped to another, a fallback after the
 chain raised) keeps torch's accessor.
+
+A property getter written in Python is the same case on a smaller scale
+(transformers' ``getattr(cache, "is_compileable", False)``, whose getter
+loops over every layer of the cache). Torch answers ``hasattr(obj, name)``
+by tracing the lookup (``call_obj_hasattr``: ``var_getattr`` in 2.13,
+``tp_getattro_impl`` in 2.14 and 2.15), which inlines the getter
+(``PropertyVariable``) and guards what it reads; its HASATTR guard then
+calls the getter again on every check. When the class answers with a
+generic lookup and finds ``name`` as a property whose getter is a Python
+function, a True answer is the inlined getter having returned, so the fork
+keeps it by pinning what made that call the one Python makes:
+``ATTRIBUTE_HOOKS_MATCH`` (no ``__getattribute__`` or ``__getattr__``
+appears), ``CLASS_ATTR_MATCH`` (the MRO lookup still finds that property;
+a data descriptor, so the instance ``__dict__`` never answers first) and
+``FUNCTION_CODE_MATCH`` on the property (still the same getter function,
+running the same code; function_code_match.h), plus the trace's guards on
+what the getter read; and installs no HASATTR. A False answer (the getter
+raised AttributeError) keeps torch's guard.
 """
 
 from __future__ import annotations
@@ -114,6 +132,17 @@ def has_python_getattribute(value: Any) -> bool:
     written in Python (a function on its MRO)."""
     found = class_lookup(type(value), "__getattribute__")
     return found is not None and isinstance(found[1], types.FunctionType)
+
+
+def answered_by_property_getter(value: Any, name: str) -> bool:
+    """Whether Python answers ``value.name`` by calling the Python getter of
+    a property its class finds for ``name`` (the class's lookup generic):
+    torch's trace then inlines that getter."""
+    cls = type(value)
+    if cls.__getattribute__ is not object.__getattribute__:
+        return False
+    found = class_lookup(cls, name)
+    return found is not None and type(found[1]) is property and isinstance(found[1].fget, types.FunctionType)
 
 
 def read_through_super() -> bool:

@@ -10,28 +10,38 @@ namespace dynamo_guards {
 
 namespace {
 
-// The `__func__` member CPython publishes for classmethod objects
-// (PyClassMethod_Type.tp_members): `cm.__func__` ends in reading it, and
+// The member `name` that `type` publishes in tp_members (`__func__` of
+// classmethod, `fget` of property): `obj.name` ends in reading it, and
 // reading it directly skips the attribute lookup. Null if the type stopped
 // publishing it.
-PyMemberDef* classmethod_func_member() {
-  static PyMemberDef* member = [] {
-    for (PyMemberDef* m = PyClassMethod_Type.tp_members; m != nullptr && m->name != nullptr; ++m) {
-      if (std::strcmp(m->name, "__func__") == 0) {
-        return m;
-      }
+PyMemberDef* published_member(PyTypeObject* type, const char* name) {
+  for (PyMemberDef* m = type->tp_members; m != nullptr && m->name != nullptr; ++m) {
+    if (std::strcmp(m->name, name) == 0) {
+      return m;
     }
-    return static_cast<PyMemberDef*>(nullptr);
-  }();
-  return member;
+  }
+  return nullptr;
 }
 
-// An exact classmethod's function (new reference), or nullptr with no
-// error set.
-PyObject* classmethod_function(PyObject* cm) {
-  PyMemberDef* member = classmethod_func_member();
-  PyObject* f = member != nullptr ? PyMember_GetOne(reinterpret_cast<const char*>(cm), member)  // new
-                                  : PyObject_GetAttrString(cm, "__func__");                    // new
+// The member of an exact classmethod or property that holds the function
+// it calls; null for any other object.
+PyMemberDef* wrapped_function_member(PyObject* wrapper) {
+  static PyMemberDef* const classmethod_func = published_member(&PyClassMethod_Type, "__func__");
+  static PyMemberDef* const property_getter = published_member(&PyProperty_Type, "fget");
+  if (Py_IS_TYPE(wrapper, &PyClassMethod_Type)) {
+    return classmethod_func;
+  }
+  if (Py_IS_TYPE(wrapper, &PyProperty_Type)) {
+    return property_getter;
+  }
+  return nullptr;
+}
+
+// The function an exact classmethod or property calls (new reference), or
+// nullptr with no error set.
+PyObject* wrapped_function(PyObject* wrapper, PyMemberDef* member) {
+  PyObject* f = member != nullptr ? PyMember_GetOne(reinterpret_cast<const char*>(wrapper), member)  // new
+                                  : nullptr;
   if (f == nullptr) {
     PyErr_Clear();
   }
@@ -52,14 +62,13 @@ py::object function_of(const py::object& attribute) {
   if (PyFunction_Check(attribute.ptr())) {
     return attribute;
   }
-  if (Py_IS_TYPE(attribute.ptr(), &PyClassMethod_Type)) {
-    py::object function = py::reinterpret_steal<py::object>(classmethod_function(attribute.ptr()));
-    if (function && PyFunction_Check(function.ptr())) {
-      return function;
-    }
+  PyMemberDef* member = wrapped_function_member(attribute.ptr());
+  py::object function = py::reinterpret_steal<py::object>(wrapped_function(attribute.ptr(), member));
+  if (function && PyFunction_Check(function.ptr())) {
+    return function;
   }
   throw py::type_error(
-      std::string("FUNCTION_CODE_MATCH needs a function or a classmethod wrapping one, got ") +
+      std::string("FUNCTION_CODE_MATCH needs a function, or a classmethod or property calling one, got ") +
       Py_TYPE(attribute.ptr())->tp_name);
 }
 
@@ -68,19 +77,19 @@ py::object function_of(const py::object& attribute) {
 FUNCTION_CODE_MATCH::FUNCTION_CODE_MATCH(py::object attribute, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {
   py::object function = function_of(attribute);
-  classmethod_ = function.ptr() != attribute.ptr() ? attribute : py::none();
+  wrapper_ = function.ptr() != attribute.ptr() ? attribute : py::none();
   function_ = weak_reference(function.ptr());
   code_ = weak_reference(PyFunction_GET_CODE(function.ptr()));
 }
 
 PyObject* FUNCTION_CODE_MATCH::current_function() const {
   PyObject* pinned = own_weakref_referent(function_.ptr());  // borrowed
-  if (pinned == nullptr || classmethod_.is_none()) {
+  if (pinned == nullptr || wrapper_.is_none()) {
     return pinned;
   }
-  PyObject* wrapped = classmethod_function(classmethod_.ptr());  // new
-  // The classmethod holds its function, so the pointer stays valid after
-  // the reference taken here is dropped.
+  PyObject* wrapped = wrapped_function(wrapper_.ptr(), wrapped_function_member(wrapper_.ptr()));  // new
+  // The wrapper holds its function, so the pointer stays valid after the
+  // reference taken here is dropped.
   Py_XDECREF(wrapped);
   return wrapped == pinned ? pinned : nullptr;
 }

@@ -1,5 +1,6 @@
 // FUNCTION_CODE_MATCH: a function found on a class (or the function a
-// classmethod found there wraps) still runs the code Dynamo's trace inlined.
+// classmethod found there wraps, or the getter of a property found there)
+// still runs the code Dynamo's trace inlined.
 //
 // Dynamo's trace inlines a method it finds on a class by its __code__.
 // CLASS_ATTR_MATCH (module_attr_guards.h) pins the class attribute's
@@ -13,7 +14,13 @@
 // their own (CLOSURE_MATCH guards `fn.__code__`), staticmethods and property
 // getters on a class among them; it does not for a class's functions and
 // classmethods, which the trace calls without such a guard (for a hook-free
-// submodule's forward, torch says so on purpose, to save the guard).
+// submodule's forward, torch says so on purpose, to save the guard). For a
+// property, torch reads the getter through `prop.fget` on every check; the
+// fork pins the getter here instead where it drops torch's HASATTR on the
+// property (a `hasattr` the trace answered by inlining the getter,
+// trace_hooks.py), so a property re-initialized in place
+// (`prop.__init__(g)`: properties are mutable that way, and no class tag
+// sees it) fails here even when `g` shares the old getter's code.
 //
 // Where: one leaf per function per frame, on the root manager, not one per
 // object whose class answers with the function. CLASS_ATTR_MATCH pins, per
@@ -23,18 +30,18 @@
 // inside the type's version tag (no memo step of its own).
 //
 // Cost: two weak referents and a pointer compare (plus one member read for
-// a classmethod), on every call.
+// a classmethod or a property), on every call.
 //
 // Soundness: the function and its code object are held weakly, so a
 // swapped-out code object that dies is seen as a mismatch (its weakref is
 // dead) and never confused with a new code object at its address;
 // restoring the original code object passes again, which is right (the
 // compiled code was traced from it). The leaf runs no Python code: it reads
-// the function's code slot and, for an exact classmethod, the `__func__`
-// member the classmethod type publishes (what `cm.__func__` reads: a data
-// descriptor of the builtin type, so the instance dict is never
-// consulted). A classmethod re-initialized in place (`cm.__init__(g)`) is
-// seen through that read.
+// the function's code slot and, for an exact classmethod or property, the
+// `__func__` or `fget` member its type publishes (what `cm.__func__` and
+// `prop.fget` read: data descriptors of builtin types, so no instance dict
+// is consulted). A classmethod or property re-initialized in place
+// (`cm.__init__(g)`, `prop.__init__(g)`) is seen through that read.
 #pragma once
 
 #include "torch/csrc/dynamo/leaf_guard.h"
@@ -43,8 +50,9 @@ namespace dynamo_guards {
 
 class FUNCTION_CODE_MATCH : public LeafGuard {
  public:
-  // `attribute`: a function, or an exact classmethod wrapping one (else
-  // TypeError); its current code is what the trace inlined.
+  // `attribute`: a function, an exact classmethod wrapping one or an exact
+  // property whose getter is one (else TypeError); its current code is
+  // what the trace inlined.
   FUNCTION_CODE_MATCH(py::object attribute, py::object parts, py::object stack);
 
   // `value` is not read: the leaf checks the objects it holds.
@@ -57,9 +65,10 @@ class FUNCTION_CODE_MATCH : public LeafGuard {
   // when it died or is no longer the one pinned.
   PyObject* current_function() const;  // borrowed
 
-  // A classmethod, held strongly (classmethods take no weak references; a
-  // CLASS_ATTR_MATCH on it holds it strongly too), or None for a function.
-  py::object classmethod_;
+  // A classmethod or property, held strongly (neither takes weak
+  // references; a CLASS_ATTR_MATCH on it holds it strongly too), or None
+  // for a function.
+  py::object wrapper_;
   py::object function_;  // weakref to the function
   py::object code_;      // weakref to the code object the trace read
 };
