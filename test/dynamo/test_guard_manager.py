@@ -844,6 +844,33 @@ class ManagerTests(TestCase):
         self.assertFalse(root.check({"a": a, "b": b, "c": b}))
         self.assertTrue(root.check({"a": a, "b": b, "c": c}))
 
+    def test_no_tensor_aliasing_value_freed_mid_check(self):
+        # NO_TENSOR_ALIASING records addresses only: a value that a Python
+        # guard frees later in the check is not kept alive by its slot, and
+        # a new tensor taking its address in a later slot fails the
+        # relation (a recompile); distinct addresses pass.
+        locals_ = {"a": torch.randn(2), "between": 0, "b": torch.randn(2)}
+        freed_address = id(locals_["a"])
+        freed = weakref.ref(locals_["a"])
+        seen: dict[str, object] = {}
+
+        def free_a_and_replace_b(value):
+            locals_["a"] = None
+            seen["a alive"] = freed() is not None
+            locals_["b"] = torch.randn(2)
+            seen["b address"] = id(locals_["b"])
+            return True
+
+        root = guards.RootGuardManager()
+        ma = root.framelocals_manager(("a", 0), "L['a']", locals_["a"], PLAIN)
+        between = root.framelocals_manager(("between", 1), "L['between']", 0, PLAIN)
+        mb = root.framelocals_manager(("b", 2), "L['b']", locals_["b"], PLAIN)
+        guards.install_no_tensor_aliasing_guard([ma, mb], ["a", "b"], ["no aliasing"], None)
+        between.add_lambda_guard(free_a_and_replace_b, ["frees L['a']"], None)
+        verdict = root.check(locals_)
+        self.assertFalse(seen["a alive"], "the slot took no reference")
+        self.assertEqual(verdict, seen["b address"] != freed_address)
+
     def test_object_aliasing(self):
         o = object()
         root = guards.RootGuardManager()

@@ -4,14 +4,18 @@
 
 namespace dynamo_guards {
 
-RelationalState::RelationalState(size_t num_slots, CodeParts parts, py::object stack)
-    : slots_(num_slots), parts_(std::move(parts)), stack_(std::move(stack)) {}
+RelationalState::RelationalState(size_t num_slots, CodeParts parts, py::object stack, Recording recording)
+    : values_(num_slots, nullptr),
+      held_(recording == Recording::Held ? num_slots : 0),
+      parts_(std::move(parts)),
+      stack_(std::move(stack)) {}
 
 RelationalState::~RelationalState() = default;
 
 void RelationalState::reset() {
-  for (OwnedRef& slot : slots_) {
-    slot = OwnedRef();
+  std::fill(values_.begin(), values_.end(), nullptr);
+  for (OwnedRef& held : held_) {
+    held = OwnedRef();
   }
 }
 
@@ -23,8 +27,8 @@ bool RelationalState::verify(CheckContext* ctx) {
   if (ctx != nullptr) {
     ctx->num_guards_executed++;
   }
-  for (const OwnedRef& slot : slots_) {
-    if (!slot) {
+  for (PyObject* value : values_) {
+    if (value == nullptr) {
       // A participating manager was not reached: nothing to relate. The
       // tree itself decides the verdict in that case.
       return true;
@@ -52,33 +56,19 @@ RelationalSlot::RelationalSlot(
       public_leaf_(std::move(public_leaf)) {}
 
 bool NoTensorAliasing::same_as_last_distinct() const {
-  if (last_distinct_.size() != slots_.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].get() != last_distinct_[i]) {
-      return false;
-    }
-  }
-  return true;
+  return last_distinct_ == values_;
 }
 
 bool NoTensorAliasing::holds() {
   if (same_as_last_distinct()) {
     return true;
   }
-  sorted_.clear();
-  for (const OwnedRef& slot : slots_) {
-    sorted_.push_back(slot.get());
-  }
+  sorted_.assign(values_.begin(), values_.end());
   std::sort(sorted_.begin(), sorted_.end());
   if (std::adjacent_find(sorted_.begin(), sorted_.end()) != sorted_.end()) {
     return false;
   }
-  last_distinct_.clear();
-  for (const OwnedRef& slot : slots_) {
-    last_distinct_.push_back(slot.get());
-  }
+  last_distinct_ = values_;
   return true;
 }
 
@@ -89,7 +79,7 @@ py::list NoTensorAliasing::describe_failure() {
 }
 
 bool ObjectAliasing::holds() {
-  return slots_.size() == 2 && slots_[0].get() == slots_[1].get();
+  return values_.size() == 2 && values_[0] == values_[1];
 }
 
 StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, CodeParts parts, py::object stack)
@@ -100,8 +90,8 @@ StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_ov
 
 bool StorageOverlapping::holds() {
   py::list tensors;
-  for (const OwnedRef& slot : slots_) {
-    tensors.append(py::handle(slot.get()));
+  for (PyObject* value : values_) {
+    tensors.append(py::handle(value));
   }
   return call_returned_true(PyObject_CallOneArg(predicate_.ptr(), tensors.ptr()));
 }
@@ -125,8 +115,8 @@ SymbolicShapeGuard::SymbolicShapeGuard(
 }
 
 bool SymbolicShapeGuard::holds() {
-  for (size_t i = 0; i < slots_.size(); ++i) {
-    PyObject* v = slots_[i].get();
+  for (size_t i = 0; i < values_.size(); ++i) {
+    PyObject* v = values_[i];
     if (i < num_ints_) {
       if (!PyLong_Check(v)) {
         return false;

@@ -21,13 +21,26 @@ namespace dynamo_guards {
 
 class RelationalState {
  public:
-  RelationalState(size_t num_slots, CodeParts parts, py::object stack);
+  // How a relation keeps what its slots recorded until it is verified.
+  enum class Recording {
+    // A strong reference per slot: holds() reads the objects.
+    Held,
+    // The address alone, borrowed: holds() compares addresses and never
+    // reads an object (the state's class states why that is sound).
+    Address,
+  };
+  RelationalState(size_t num_slots, CodeParts parts, py::object stack, Recording recording = Recording::Held);
   virtual ~RelationalState();
   virtual const char* kind() const = 0;
   // Checks the relation over the recorded values; all slots are filled when
   // the tree passed.
   bool verify(CheckContext* ctx);
-  void record(size_t slot, PyObject* value) { slots_[slot] = OwnedRef::from_borrowed(value); }
+  void record(size_t slot, PyObject* value) {
+    values_[slot] = value;
+    if (!held_.empty()) {
+      held_[slot] = OwnedRef::from_borrowed(value);
+    }
+  }
   void reset();
   const CodeParts& code_parts() const { return parts_; }
   const py::object& user_stack() const { return stack_; }
@@ -36,7 +49,10 @@ class RelationalState {
   virtual bool holds() = 0;
   // The failure text; defaults to the code parts.
   virtual py::list describe_failure();
-  std::vector<OwnedRef> slots_;
+  // What each slot recorded in this evaluation (nullptr: not reached);
+  // borrowed, kept alive by held_ under Recording::Held.
+  std::vector<PyObject*> values_;
+  std::vector<OwnedRef> held_;  // empty under Recording::Address
   CodeParts parts_;
   py::object stack_;
 };
@@ -87,9 +103,22 @@ class RelationalSlot : public LeafGuard {
   std::shared_ptr<RelationalGuard> public_leaf_;
 };
 
+// No two slots hold the same object. Recorded by address only, with no
+// reference taken (the per-slot incref and the decref at the end of every
+// check were a visible share of a decode step's check, 97 slots): the
+// verdict compares addresses and reads no object. Sound without the
+// references: an object has one address while it lives, so two slots
+// holding one object always show equal addresses and fail. What the
+// references would have prevented is only the converse: a value recorded
+// in one slot dying before the verdict (a Python guard later in the check
+// dropping its last reference) and another object taking its address in a
+// later slot. Those addresses repeat and the relation fails (a recompile)
+// though the objects were distinct; it never passes where torch's would
+// fail.
 class NoTensorAliasing : public RelationalState {
  public:
-  using RelationalState::RelationalState;
+  NoTensorAliasing(size_t num_slots, CodeParts parts, py::object stack)
+      : RelationalState(num_slots, std::move(parts), std::move(stack), Recording::Address) {}
   const char* kind() const override { return "NO_TENSOR_ALIASING"; }
 
  protected:
