@@ -1301,8 +1301,12 @@ class SubtreeMemoTests(TestCase):
         root.finalize()
         b = torch.randn(2)
         self.assertTrue(root.check({"m": obj, "x": b}))
+        # The log stores the slot's address (NO_TENSOR_ALIASING takes no
+        # reference) rather than calling the slot leaf.
+        self.assertEqual(m.memo_log_kinds().get("SlotAddress"), 1)
         self.assertTrue(root.check({"m": obj, "x": b}))
         self.assertFalse(root.check({"m": obj, "x": a}))
+        self.assertTrue(root.check({"m": obj, "x": b}))
 
     def getattr_tree(self, obj: object) -> tuple[guards.RootGuardManager, object]:
         root = guards.RootGuardManager()

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "torch/csrc/dynamo/subtree_memo.h"
+
 namespace dynamo_guards {
 
 RelationalState::RelationalState(size_t num_slots, CodeParts parts, py::object stack, Recording recording)
@@ -54,6 +56,14 @@ RelationalSlot::RelationalSlot(
       state_(std::move(state)),
       slot_(slot),
       public_leaf_(std::move(public_leaf)) {}
+
+void RelationalSlot::record(MemoRecorder& recorder, PyObject* value) {
+  if (PyObject** address = state_->address_slot(slot_)) {
+    recorder.address_slot(address, value);
+  } else {
+    recorder.leaf(this, value);
+  }
+}
 
 bool NoTensorAliasing::same_as_last_distinct() const {
   return last_distinct_ == values_;

@@ -42,6 +42,10 @@ class RelationalState {
     }
   }
   void reset();
+  // Where slot `slot` keeps its address under Recording::Address (a memo
+  // log stores into it directly; valid while this state lives); nullptr
+  // under Recording::Held.
+  PyObject** address_slot(size_t slot) { return held_.empty() ? &values_[slot] : nullptr; }
   const CodeParts& code_parts() const { return parts_; }
   const py::object& user_stack() const { return stack_; }
 
@@ -93,6 +97,9 @@ class RelationalSlot : public LeafGuard {
   }
   const char* kind() const override { return state_->kind(); }
   bool may_run_python() const override { return false; }  // stores a pointer
+  // In a memo log: a SlotAddress step where the state records addresses
+  // only, else a Leaf step.
+  void record(MemoRecorder& recorder, PyObject* value) override;
   const std::shared_ptr<RelationalState>& state() const { return state_; }
   // What get_leaf_guards() shows in this slot's place.
   const std::shared_ptr<RelationalGuard>& public_leaf() const { return public_leaf_; }

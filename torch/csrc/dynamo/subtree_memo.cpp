@@ -38,6 +38,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "TypedObjectDict";
     case MemoStep::Kind::ListItem:
       return "ListItem";
+    case MemoStep::Kind::SlotAddress:
+      return "SlotAddress";
   }
   return "?";
 }
@@ -269,6 +271,13 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   push({MemoStep::Kind::Leaf, value, guard, guard->may_run_python() ? 1u : 0u});
 }
 
+void MemoRecorder::address_slot(PyObject** address, PyObject* value) {
+  if (!reachable(value)) {
+    return;
+  }
+  push({MemoStep::Kind::SlotAddress, value, address, 0});
+}
+
 void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta) {
   if (!reachable(value)) {
     return;
@@ -458,6 +467,9 @@ bool SubtreeMemo::validate(PyObject* value) const {
         }
         break;
       }
+      case MemoStep::Kind::SlotAddress:
+        *static_cast<PyObject**>(s.b) = static_cast<PyObject*>(s.a);
+        break;
       case MemoStep::Kind::ListItem: {
         // The list is reachable, and stays a list: an exact list's class
         // cannot be assigned.

@@ -89,6 +89,10 @@ struct MemoStep {
     // holds b's address and the log's weak reference number `tag` to the
     // recorded item is alive and names b (MemoRecorder::list_item).
     ListItem,
+    // A relation slot that records addresses only: a: the object, b: where
+    // the relation keeps its address (PyObject**; RelationalState::
+    // address_slot). Stores, never fails (MemoRecorder::address_slot).
+    SlotAddress,
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
@@ -204,6 +208,9 @@ class MemoRecorder {
   // what no version pins (getattr, a dict subclass's own lookup).
   bool instance_lookup(PyObject* obj, AttrPath path);
   void leaf(LeafGuard* guard, PyObject* value);
+  // A relation slot's record of `value` (a leaf that stores and never
+  // fails), as a store into `address` instead of a call of the leaf.
+  void address_slot(PyObject** address, PyObject* value);
   void tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta);
   void abort() { aborted_ = true; }
 
