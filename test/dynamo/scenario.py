@@ -26,6 +26,11 @@ from dynamo_guards.torch_release import RUNNING
 # is found on: docs/audit.md); a test of such a mutation expects stock stale
 # only before 2.15.
 STALE_BEFORE_2_15 = RUNNING is not None and RUNNING < (2, 15)
+# Stock torch 2.13 checks an object-aliasing relation with a Python lambda
+# that reads both sides through attribute access; 2.14 and later check it
+# natively on what the guard tree read (the __dict__ entries), so a
+# descriptor shadowing one side goes unseen from 2.14 on.
+STALE_FROM_2_14 = RUNNING is not None and RUNNING >= (2, 14)
 
 
 @dataclass

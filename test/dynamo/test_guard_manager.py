@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import gc
 import re
+import sys
 import threading
 import types
 import weakref
@@ -1307,6 +1308,105 @@ class SubtreeMemoTests(TestCase):
         self.assertTrue(root.check({"m": obj, "x": b}))
         self.assertFalse(root.check({"m": obj, "x": a}))
         self.assertTrue(root.check({"m": obj, "x": b}))
+
+    def aliasing_tree(
+        self, obj: Holder, probe: Any, second_in_log: bool = True
+    ) -> tuple[guards.RootGuardManager, object]:
+        """An OBJECT_ALIASING guard ``L['m'].a is L['m'].b`` (``b`` read from
+        the frame's ``L['b']`` instead when not ``second_in_log``), then a
+        Python guard ``probe`` on ``L['z']`` that runs after both slots."""
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m']) is Holder"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        d.dict_getitem_manager("flag", "L['m'].flag", obj.flag, PLAIN).add_true_match_guard(["L['m'].flag is True"], None)
+        ma = d.dict_getitem_manager("a", "L['m'].a", obj.a, PLAIN)
+        if second_in_log:
+            mb = d.dict_getitem_manager("b", "L['m'].b", obj.b, PLAIN)
+        else:
+            mb = root.framelocals_manager(("b", 1), "L['b']", obj.b, PLAIN)
+        guards.install_object_aliasing_guard(ma, mb, ["L['m'].a is L['m'].b"], None)
+        root.framelocals_manager(("z", 2), "L['z']", 0, PLAIN).add_lambda_guard(probe, ["probe(L['z'])"], None)
+        root.finalize()
+        return root, m
+
+    def refcount_probe(self, target: object) -> tuple[Any, list[int]]:
+        seen: list[int] = []
+
+        def probe(_value: object) -> bool:
+            seen.append(sys.getrefcount(target))
+            return True
+
+        return probe, seen
+
+    def test_memo_object_aliasing_pinned_takes_no_reference(self):
+        # Both slots of `a is b` read through one log, which recorded one
+        # object in both: the log stores the addresses (SlotAddress) and the
+        # check takes no reference to the object.
+        shared = object()
+        obj = Holder(flag=True, a=shared, b=shared)
+        probe, seen = self.refcount_probe(shared)
+        root, m = self.aliasing_tree(obj, probe)
+        frame = {"m": obj, "b": shared, "z": 0}
+        self.assertTrue(root.check(frame))  # records the log; each slot holds the object
+        self.assertEqual(m.memo_log_kinds().get("SlotAddress"), 2)
+        self.assertNotIn("Leaf", m.memo_log_kinds())
+        self.assertTrue(root.check(frame))  # from the log
+        self.assertEqual(seen[0] - seen[1], 2, "the log's check holds no reference to the object")
+
+    def test_memo_object_aliasing_one_attribute_replaced(self):
+        shared = object()
+        obj = Holder(flag=True, a=shared, b=shared)
+        root, _ = self.aliasing_tree(obj, lambda _: True)
+        frame = {"m": obj, "b": shared, "z": 0}
+        self.assertTrue(root.check(frame))
+        self.assertTrue(root.check(frame))
+        obj.b = object()
+        self.assertFalse(root.check(frame))
+        self.assertFalse(root.check_verbose(frame).result)
+        obj.b = shared
+        self.assertTrue(root.check(frame))
+        obj.a = object()
+        self.assertFalse(root.check(frame))
+
+    def test_memo_object_aliasing_replaced_by_equal_object(self):
+        shared = [1, 2]
+        obj = Holder(flag=True, a=shared, b=shared)
+        root, _ = self.aliasing_tree(obj, lambda _: True)
+        frame = {"m": obj, "b": shared, "z": 0}
+        self.assertTrue(root.check(frame))
+        self.assertTrue(root.check(frame))
+        obj.a = list(shared)  # equal, not the same object
+        self.assertFalse(root.check(frame))
+
+    def test_memo_object_aliasing_recorded_failing_stays_checked(self):
+        # The subtree passes while the relation fails: the log keeps the
+        # slots' leaves, and keeps failing the relation until it holds.
+        first, other = object(), object()
+        obj = Holder(flag=True, a=first, b=other)
+        root, m = self.aliasing_tree(obj, lambda _: True)
+        frame = {"m": obj, "b": other, "z": 0}
+        self.assertFalse(root.check(frame))
+        self.assertIsNotNone(m.memo_log_size(), "the subtree passed: a log is recorded")
+        self.assertNotIn("SlotAddress", m.memo_log_kinds())
+        self.assertFalse(root.check(frame))
+        obj.b = first
+        self.assertTrue(root.check(frame))
+
+    def test_memo_object_aliasing_across_logs_keeps_references(self):
+        # One slot in the log, the other outside it: the slots hold their
+        # values for the check, and the relation is still verified.
+        shared = object()
+        obj = Holder(flag=True, a=shared, b=shared)
+        probe, seen = self.refcount_probe(shared)
+        root, m = self.aliasing_tree(obj, probe, second_in_log=False)
+        frame = {"m": obj, "b": shared, "z": 0}
+        self.assertTrue(root.check(frame))  # records the log
+        self.assertNotIn("SlotAddress", m.memo_log_kinds())
+        self.assertTrue(root.check(frame))  # from the log
+        self.assertEqual(seen[0], seen[1], "the slots hold the object on every check")
+        self.assertFalse(root.check({"m": obj, "b": object(), "z": 0}))
+        self.assertTrue(root.check(frame))
 
     def getattr_tree(self, obj: object) -> tuple[guards.RootGuardManager, object]:
         root = guards.RootGuardManager()

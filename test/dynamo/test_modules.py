@@ -27,7 +27,7 @@ from torch import nn
 from torch._dynamo.test_case import run_tests, TestCase
 
 import dynamo_guards
-from scenario import fork_used_everywhere, STALE_BEFORE_2_15, Step, stock_and_fork
+from scenario import fork_used_everywhere, STALE_BEFORE_2_15, STALE_FROM_2_14, Step, stock_and_fork
 
 
 def call_module(module: Any, args: Any) -> Any:
@@ -275,7 +275,7 @@ class ClassAttributeTests(ShadowingTestCase):
         def shadow(s):
             type(s.target.lin).bias = torch.zeros(4)
 
-        self.check(make, shadow, stock_stale=True, recompiles=True)
+        self.check(make, shadow, stock_stale=STALE_FROM_2_14, recompiles=True)
 
     def test_class_attribute_deleted_stops_shadowing(self):
         def make():
@@ -447,6 +447,111 @@ class NoRecompileTests(ShadowingTestCase):
         unrelated = nn.Linear(2, 2)
         self.check(Scaled, lambda s: setattr(unrelated, "note", "hello"), recompiles=False)
 
+
+
+class SharedConfig:
+    """One object held by a module and its submodules, as transformers'
+    configs are: Dynamo guards ``self.config is layer.config``
+    (OBJECT_ALIASING)."""
+
+    def __init__(self, scale: float = 2.0) -> None:
+        self.scale = scale
+
+
+class ConfiguredLayer(nn.Module):
+    def __init__(self, config: SharedConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x) * self.config.scale
+
+
+class ConfiguredTower(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.config = SharedConfig()
+        self.layers = nn.ModuleList([ConfiguredLayer(self.config) for _ in range(2)])
+
+    def forward(self, x):
+        x = x * self.config.scale
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def memo_log_kinds(root: Any) -> collections.Counter:
+    """The step kinds of the logs a check of ``root`` validates first."""
+    kinds: collections.Counter = collections.Counter()
+
+    def visit(manager: Any) -> None:
+        if manager.is_memoized() and manager.memo_log_size() is not None:
+            kinds.update(manager.memo_log_kinds())
+            return
+        for child in manager.get_child_managers():
+            visit(child)
+
+    visit(root)
+    return kinds
+
+
+class SharedObjectTests(ShadowingTestCase):
+    """The fork's memo log pins an aliasing relation both of whose sides it
+    reads (MemoRecorder::held_slot): every way the sides stop being one
+    object must still recompile."""
+
+    def test_aliasing_pinned_by_the_log(self):
+        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+        torch._dynamo.reset()
+        model, x = ConfiguredTower(), torch.randn(2, 4)
+        with dynamo_guards.enabled():
+            compiled = torch.compile(model, backend="eager")
+            compiled(x)
+            compiled(x)
+        roots = [entry.guard_manager.root.fork_root for entry in _debug_get_cache_entry_list(ConfiguredTower.forward.__code__)]
+        torch._dynamo.reset()
+        self.assertEqual(len(roots), 1)
+        self.assertEqual(dynamo_guards.format_tree(roots[0]).count("OBJECT_ALIASING: L['self'].config is"), 2)
+        self.assertEqual(memo_log_kinds(roots[0])["SlotAddress"], 4, "both relations' slots are stores")
+
+    def test_layer_config_replaced_by_equal_copy(self):
+        self.check(ConfiguredTower, lambda s: setattr(s.target.layers[1], "config", SharedConfig()), recompiles=True)
+
+    def test_layer_config_replaced_by_other_value(self):
+        self.check(ConfiguredTower, lambda s: setattr(s.target.layers[0], "config", SharedConfig(3.0)), recompiles=True)
+
+    def test_root_config_replaced(self):
+        self.check(ConfiguredTower, lambda s: setattr(s.target, "config", SharedConfig()), recompiles=True)
+
+    def test_shared_config_value_changed(self):
+        self.check(ConfiguredTower, lambda s: setattr(s.target.config, "scale", 3.0), recompiles=True)
+
+    def test_every_config_replaced_by_one_new_object(self):
+        def replace_everywhere(s):
+            config = SharedConfig()
+            s.target.config = config
+            for layer in s.target.layers:
+                layer.config = config
+
+        self.check(ConfiguredTower, replace_everywhere)
+
+    def test_layer_config_shadowed_by_class_property(self):
+        # A data descriptor on the layers' class beats their __dict__ entry:
+        # stock torch 2.14 and later read the __dict__ and keep the old
+        # result (scenario.STALE_FROM_2_14).
+        def shadow(s):
+            type(s.target.layers[1]).config = property(lambda self: SharedConfig(3.0))
+
+        def make():
+            cls = type("LocalLayer", (ConfiguredLayer,), {})
+            tower = ConfiguredTower()
+            for layer in tower.layers:
+                layer.__class__ = cls
+            return tower
+
+        self.check(make, shadow, stock_stale=STALE_FROM_2_14, recompiles=True)
 
 if __name__ == "__main__":
     run_tests()

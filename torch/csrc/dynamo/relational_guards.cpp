@@ -61,7 +61,7 @@ void RelationalSlot::record(MemoRecorder& recorder, PyObject* value) {
   if (PyObject** address = state_->address_slot(slot_)) {
     recorder.address_slot(address, value);
   } else {
-    recorder.leaf(this, value);
+    recorder.held_slot(this, *state_, slot_, value);
   }
 }
 
@@ -89,7 +89,11 @@ py::list NoTensorAliasing::describe_failure() {
 }
 
 bool ObjectAliasing::holds() {
-  return values_.size() == 2 && values_[0] == values_[1];
+  return holds_by_identity(values_);
+}
+
+bool ObjectAliasing::holds_by_identity(const std::vector<PyObject*>& values) const {
+  return values.size() == 2 && values[0] == values[1];
 }
 
 StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_overlapping, CodeParts parts, py::object stack)

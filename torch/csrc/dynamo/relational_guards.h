@@ -46,6 +46,22 @@ class RelationalState {
   // log stores into it directly; valid while this state lives); nullptr
   // under Recording::Held.
   PyObject** address_slot(size_t slot) { return held_.empty() ? &values_[slot] : nullptr; }
+  size_t num_slots() const { return values_.size(); }
+  // Whether the relation's verdict on `values` (one per slot, in slot
+  // order) depends on nothing but which objects they are, and holds. A memo
+  // log that records every slot of such a relation, while the slots' held
+  // references kept the values alive (so equal addresses were one object),
+  // proves on every validation that each slot reads the very object it
+  // recorded; the relation then holds again, and the log stores the
+  // addresses (where_recorded) with no reference taken: what the
+  // references guard against, a value freed and its address reused
+  // between two slots, cannot make two slots that each read their recorded
+  // object look alike. False unless a relation says so.
+  virtual bool holds_by_identity(const std::vector<PyObject*>& /*values*/) const { return false; }
+  // Where slot `slot` keeps what it recorded in this evaluation (valid
+  // while this state lives): a memo log pinning the relation stores the
+  // slot's address there (holds_by_identity).
+  PyObject** where_recorded(size_t slot) { return &values_[slot]; }
   const CodeParts& code_parts() const { return parts_; }
   const py::object& user_stack() const { return stack_; }
 
@@ -98,7 +114,8 @@ class RelationalSlot : public LeafGuard {
   const char* kind() const override { return state_->kind(); }
   bool may_run_python() const override { return false; }  // stores a pointer
   // In a memo log: a SlotAddress step where the state records addresses
-  // only, else a Leaf step.
+  // only, else a Leaf step (a SlotAddress step too where the log pins the
+  // whole relation: MemoRecorder::held_slot).
   void record(MemoRecorder& recorder, PyObject* value) override;
   const std::shared_ptr<RelationalState>& state() const { return state_; }
   // What get_leaf_guards() shows in this slot's place.
@@ -146,6 +163,8 @@ class ObjectAliasing : public RelationalState {
  public:
   using RelationalState::RelationalState;
   const char* kind() const override { return "OBJECT_ALIASING"; }
+  // `x is y`: a verdict of identities alone.
+  bool holds_by_identity(const std::vector<PyObject*>& values) const override;
 
  protected:
   bool holds() override;

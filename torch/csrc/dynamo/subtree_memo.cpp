@@ -6,6 +6,7 @@
 #include "torch/csrc/dynamo/guard_manager.h"
 #include "torch/csrc/dynamo/inline_values.h"
 #include "torch/csrc/dynamo/leaf_guard.h"
+#include "torch/csrc/dynamo/relational_guards.h"
 #include "torch/csrc/dynamo/tensor_match.h"
 
 namespace dynamo_guards {
@@ -276,6 +277,40 @@ void MemoRecorder::address_slot(PyObject** address, PyObject* value) {
     return;
   }
   push({MemoStep::Kind::SlotAddress, value, address, 0});
+}
+
+void MemoRecorder::held_slot(LeafGuard* slot_leaf, RelationalState& state, size_t slot, PyObject* value) {
+  if (!reachable(value)) {
+    return;
+  }
+  held_slots_.push_back({&state, slot, steps_.size()});
+  push({MemoStep::Kind::Leaf, value, slot_leaf, slot_leaf->may_run_python() ? 1u : 0u});
+}
+
+void MemoRecorder::pin_identity_relations() {
+  std::unordered_map<RelationalState*, std::vector<const HeldSlot*>> by_relation;
+  for (const HeldSlot& held : held_slots_) {
+    by_relation[held.state].push_back(&held);
+  }
+  for (const auto& [state, slots] : by_relation) {
+    if (slots.size() != state->num_slots()) {
+      continue;
+    }
+    std::vector<PyObject*> recorded(state->num_slots(), nullptr);
+    bool each_slot_once = true;
+    for (const HeldSlot* held : slots) {
+      each_slot_once &= recorded[held->slot] == nullptr;
+      recorded[held->slot] = static_cast<PyObject*>(steps_[held->step].a);
+    }
+    if (!each_slot_once || !state->holds_by_identity(recorded)) {
+      continue;
+    }
+    for (const HeldSlot* held : slots) {
+      MemoStep& step = steps_[held->step];
+      step = MemoStep(MemoStep::Kind::SlotAddress, step.a, state->where_recorded(held->slot), 0);
+    }
+  }
+  held_slots_.clear();
 }
 
 void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta) {

@@ -60,6 +60,7 @@ namespace dynamo_guards {
 class GuardAccessor;
 class GuardManager;
 class LeafGuard;
+class RelationalState;
 class TENSOR_MATCH;
 
 // One validation step, 32 bytes: two per cache line. The meaning of `a`,
@@ -89,9 +90,10 @@ struct MemoStep {
     // holds b's address and the log's weak reference number `tag` to the
     // recorded item is alive and names b (MemoRecorder::list_item).
     ListItem,
-    // A relation slot that records addresses only: a: the object, b: where
-    // the relation keeps its address (PyObject**; RelationalState::
-    // address_slot). Stores, never fails (MemoRecorder::address_slot).
+    // A relation slot that records addresses only, or one of a relation the
+    // log pins whole: a: the object, b: where the relation keeps its
+    // address (PyObject**; RelationalState::address_slot, where_recorded).
+    // Stores, never fails (MemoRecorder::address_slot, held_slot).
     SlotAddress,
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
@@ -211,11 +213,20 @@ class MemoRecorder {
   // A relation slot's record of `value` (a leaf that stores and never
   // fails), as a store into `address` instead of a call of the leaf.
   void address_slot(PyObject** address, PyObject* value);
+  // Slot `slot` of `state`, a relation whose slots keep references, records
+  // `value` through `slot_leaf` (a Leaf step). When this log records every
+  // slot of that relation and it holds by identity over what they recorded
+  // (RelationalState::holds_by_identity states why that suffices),
+  // take_steps() makes those steps SlotAddress steps.
+  void held_slot(LeafGuard* slot_leaf, RelationalState& state, size_t slot, PyObject* value);
   void tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta);
   void abort() { aborted_ = true; }
 
   bool aborted() const { return aborted_; }
-  std::vector<MemoStep> take_steps() { return std::move(steps_); }
+  std::vector<MemoStep> take_steps() {
+    pin_identity_relations();
+    return std::move(steps_);
+  }
   std::vector<TensorRecord> take_tensors() { return std::move(tensors_); }
   std::vector<OwnedRef> take_weakrefs() { return std::move(weakrefs_); }
 
@@ -225,6 +236,16 @@ class MemoRecorder {
   bool watched(PyObject* d, uint64_t version) { return watches_ != nullptr && watches_->watch_dict(d, version); }
   // The step that pins `obj`'s type, by tag or by watch.
   MemoStep type_step(PyObject* obj, PyTypeObject* t, unsigned int tag);
+  // Turns the held_slot() steps of each relation this log records whole,
+  // and that holds by identity, into SlotAddress steps.
+  void pin_identity_relations();
+
+  // A held_slot() step: which slot of which relation, and its index.
+  struct HeldSlot {
+    RelationalState* state;
+    size_t slot;
+    size_t step;
+  };
 
   PyObject* memo_value_;  // the memo's own value: never anchored
   WatchSet* watches_;
@@ -232,6 +253,7 @@ class MemoRecorder {
   std::vector<MemoStep> steps_;
   std::vector<TensorRecord> tensors_;
   std::vector<OwnedRef> weakrefs_;  // the ListItem steps' weak references
+  std::vector<HeldSlot> held_slots_;
   std::unordered_set<PyObject*> anchored_;
   std::unordered_set<PyObject*> dicts_;
   std::unordered_set<PyObject*> object_dicts_;
