@@ -37,15 +37,21 @@ PyMemberDef* wrapped_function_member(PyObject* wrapper) {
   return nullptr;
 }
 
-// The function an exact classmethod or property calls (new reference), or
-// nullptr with no error set.
-PyObject* wrapped_function(PyObject* wrapper, PyMemberDef* member) {
-  PyObject* f = member != nullptr ? PyMember_GetOne(reinterpret_cast<const char*>(wrapper), member)  // new
-                                  : nullptr;
-  if (f == nullptr) {
-    PyErr_Clear();
+// Where an exact classmethod or property keeps the function it calls: the
+// offset of its published object member; -1 for any other object, or for a
+// member that is not a plain object slot.
+Py_ssize_t wrapped_function_offset(PyObject* wrapper) {
+  PyMemberDef* member = wrapped_function_member(wrapper);
+  if (member == nullptr || (member->type != T_OBJECT && member->type != T_OBJECT_EX)) {
+    return -1;
   }
-  return f;
+  return member->offset;
+}
+
+// The object in the slot at `offset` of `wrapper` (borrowed; nullptr when
+// empty).
+PyObject* slot_at(PyObject* wrapper, Py_ssize_t offset) {
+  return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(wrapper) + offset);
 }
 
 py::object weak_reference(PyObject* obj) {
@@ -56,17 +62,7 @@ py::object weak_reference(PyObject* obj) {
   return py::reinterpret_steal<py::object>(ref);
 }
 
-// The function `attribute` is or wraps (new reference); TypeError for
-// anything else.
-py::object function_of(const py::object& attribute) {
-  if (PyFunction_Check(attribute.ptr())) {
-    return attribute;
-  }
-  PyMemberDef* member = wrapped_function_member(attribute.ptr());
-  py::object function = py::reinterpret_steal<py::object>(wrapped_function(attribute.ptr(), member));
-  if (function && PyFunction_Check(function.ptr())) {
-    return function;
-  }
+[[noreturn]] void not_a_function(const py::object& attribute) {
   throw py::type_error(
       std::string("FUNCTION_CODE_MATCH needs a function, or a classmethod or property calling one, got ") +
       Py_TYPE(attribute.ptr())->tp_name);
@@ -76,22 +72,27 @@ py::object function_of(const py::object& attribute) {
 
 FUNCTION_CODE_MATCH::FUNCTION_CODE_MATCH(py::object attribute, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {
-  py::object function = function_of(attribute);
-  wrapper_ = function.ptr() != attribute.ptr() ? attribute : py::none();
-  function_ = weak_reference(function.ptr());
-  code_ = weak_reference(PyFunction_GET_CODE(function.ptr()));
+  PyObject* function = attribute.ptr();  // borrowed
+  if (!PyFunction_Check(function)) {
+    wrapper_offset_ = wrapped_function_offset(attribute.ptr());
+    function = wrapper_offset_ < 0 ? nullptr : slot_at(attribute.ptr(), wrapper_offset_);
+    if (function == nullptr || !PyFunction_Check(function)) {
+      not_a_function(attribute);
+    }
+    wrapper_ = attribute;
+  }
+  function_ = weak_reference(function);
+  code_ = weak_reference(PyFunction_GET_CODE(function));
 }
 
 PyObject* FUNCTION_CODE_MATCH::current_function() const {
   PyObject* pinned = own_weakref_referent(function_.ptr());  // borrowed
-  if (pinned == nullptr || wrapper_.is_none()) {
+  if (pinned == nullptr || wrapper_offset_ < 0) {
     return pinned;
   }
-  PyObject* wrapped = wrapped_function(wrapper_.ptr(), wrapped_function_member(wrapper_.ptr()));  // new
-  // The wrapper holds its function, so the pointer stays valid after the
-  // reference taken here is dropped.
-  Py_XDECREF(wrapped);
-  return wrapped == pinned ? pinned : nullptr;
+  // The wrapper is held and of an exact builtin type (its class cannot be
+  // assigned), so its layout is the one whose offset was taken.
+  return slot_at(wrapper_.ptr(), wrapper_offset_) == pinned ? pinned : nullptr;
 }
 
 bool FUNCTION_CODE_MATCH::check(PyObject* /*value*/) {

@@ -29,8 +29,8 @@
 // layers pins Linear.forward's code once, and the per-object part stays
 // inside the type's version tag (no memo step of its own).
 //
-// Cost: two weak referents and a pointer compare (plus one member read for
-// a classmethod or a property), on every call.
+// Cost: two weak referents and a pointer compare (plus one slot read for a
+// classmethod or a property), on every call.
 //
 // Soundness: the function and its code object are held weakly, so a
 // swapped-out code object that dies is seen as a mismatch (its weakref is
@@ -66,9 +66,12 @@ class FUNCTION_CODE_MATCH : public LeafGuard {
   PyObject* current_function() const;  // borrowed
 
   // A classmethod or property, held strongly (neither takes weak
-  // references; a CLASS_ATTR_MATCH on it holds it strongly too), or None
-  // for a function.
+  // references; a CLASS_ATTR_MATCH on it holds it strongly too); empty for
+  // a function.
   py::object wrapper_;
+  // Where wrapper_ keeps its function (the member's offset, read directly
+  // on every check); -1 for a function.
+  Py_ssize_t wrapper_offset_ = -1;
   py::object function_;  // weakref to the function
   py::object code_;      // weakref to the code object the trace read
 };
