@@ -275,7 +275,7 @@ class ClassAttributeTests(ShadowingTestCase):
         def shadow(s):
             type(s.target.lin).bias = torch.zeros(4)
 
-        self.check(make, shadow, stock_stale=STALE_FROM_2_14, recompiles=True)
+        self.check(make, shadow, stock_stale=True, recompiles=True)
 
     def test_class_attribute_deleted_stops_shadowing(self):
         def make():
