@@ -2160,6 +2160,139 @@ class SubtreeMemoTests(TestCase):
             self.assertIsNone(old_item(), "the replaced item is not kept alive past the check")
             self.assertFalse(check())
 
+    # An item of the tuple a memo is on (a function's __defaults__, which a
+    # log above walks): that tuple is matched by address only, so an item
+    # whose subtree compares only its address is a TupleItem step
+    # (MemoRecorder::tuple_item); an item of an anchored tuple is anchored.
+
+    def defaults_tree(self, fn, reader: str, third=None) -> tuple[guards.RootGuardManager, object]:
+        """``fn.__defaults__`` (three items) read by ``reader``
+        (``getitem_manager`` or ``tuple_getitem_manager``): item 0 is None,
+        item 1 is True, item 2 is the object it was (``third`` replaces that
+        guard)."""
+        root = guards.RootGuardManager()
+        f = root.framelocals_manager(("f", 0), "L['f']", fn, PLAIN)
+        defaults = f.func_defaults_manager("L['f'].__defaults__", fn.__defaults__, PLAIN)
+        defaults.add_length_check_guard(3, ["len(L['f'].__defaults__) == 3"], None)
+        read = getattr(defaults, reader)
+        read(0, "L['f'].__defaults__[0]", None, PLAIN).add_none_match_guard(["__defaults__[0] is None"], None)
+        read(1, "L['f'].__defaults__[1]", True, PLAIN).add_true_match_guard(["__defaults__[1] is True"], None)
+        item = read(2, "L['f'].__defaults__[2]", fn.__defaults__[2], PLAIN)
+        if third is None:
+            item.add_id_match_guard(id(fn.__defaults__[2]), ["__defaults__[2] is the object"], None)
+        else:
+            third(item)
+        root.finalize()
+        return root, defaults
+
+    READERS = ("getitem_manager", "tuple_getitem_manager")
+
+    def assert_tuple_items_pinned(self, mutate, still_passes: bool) -> None:
+        for reader in self.READERS:
+            with self.subTest(reader=reader):
+                third = Holder()
+
+                def fn(a=None, b=True, c=third):
+                    return a, b, c
+
+                root, defaults = self.defaults_tree(fn, reader)
+                self.assertTrue(root.check({"f": fn}))
+                kinds = defaults.memo_log_kinds()
+                self.assertEqual(kinds.get("TupleItem"), 3)
+                self.assertNotIn("Walk", kinds)
+                self.assertTrue(root.check({"f": fn}))
+                mutate(fn)
+                self.assertEqual(root.check({"f": fn}), still_passes)
+                self.assertEqual(root.check_verbose({"f": fn}).result, still_passes, "fast and verbose checks agree")
+
+    def test_memo_tuple_item_defaults_replaced(self):
+        self.assert_tuple_items_pinned(lambda fn: setattr(fn, "__defaults__", (None, False, fn.__defaults__[2])), False)
+
+    def test_memo_tuple_item_third_default_replaced(self):
+        self.assert_tuple_items_pinned(lambda fn: setattr(fn, "__defaults__", (None, True, Holder())), False)
+
+    def test_memo_tuple_item_defaults_replaced_by_equal_items(self):
+        # Another tuple holding the same objects: the walk would pass.
+        self.assert_tuple_items_pinned(lambda fn: setattr(fn, "__defaults__", tuple(list(fn.__defaults__))), True)
+
+    def test_memo_tuple_item_defaults_shortened(self):
+        self.assert_tuple_items_pinned(lambda fn: setattr(fn, "__defaults__", fn.__defaults__[:2]), False)
+
+    def test_memo_tuple_item_defaults_at_the_recorded_address(self):
+        # The recorded tuple dies and a new tuple of its size takes its
+        # address (CPython keeps freed tuples per size for reuse): the memo's
+        # value then matches, and the TupleItem steps must read the new
+        # tuple's items.
+        reused: list[bool] = []
+
+        def replace(fn) -> None:
+            recorded, third = id(fn.__defaults__), fn.__defaults__[2]
+            fn.__defaults__ = None
+            made = [tuple([None, False, third]) for _ in range(64)]
+            at_recorded = [t for t in made if id(t) == recorded]
+            reused.append(bool(at_recorded))
+            fn.__defaults__ = (at_recorded or made)[0]
+
+        self.assert_tuple_items_pinned(replace, False)
+        self.assertEqual(reused, [True] * len(self.READERS), "a new tuple took the recorded one's address")
+
+    def test_memo_tuple_item_guarded_beyond_identity_is_walked(self):
+        # An equality guard on the item: comparing its address would not
+        # decide it, so that read is walked.
+        for reader in self.READERS:
+            with self.subTest(reader=reader):
+
+                def fn(a=None, b=True, c=2.5):
+                    return a, b, c
+
+                root, defaults = self.defaults_tree(
+                    fn, reader, third=lambda item: item.add_equals_match_guard(2.5, ["__defaults__[2] == 2.5"], None)
+                )
+                self.assertTrue(root.check({"f": fn}))
+                kinds = defaults.memo_log_kinds()
+                self.assertEqual((kinds.get("TupleItem"), kinds.get("Walk")), (2, 1))
+                self.assertTrue(root.check({"f": fn}))
+                fn.__defaults__ = (None, True, 3.5)
+                self.assertFalse(root.check({"f": fn}))
+
+    def anchored_pair_tree(self, obj: Holder, key: int) -> tuple[guards.RootGuardManager, object]:
+        """``obj.pair[key].flag is True`` through the full item protocol,
+        ``obj.pair`` an exact tuple in the instance __dict__."""
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m'])"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        pair = d.dict_getitem_manager("pair", "L['m'].pair", obj.pair, PLAIN)
+        item = pair.getitem_manager(key, f"L['m'].pair[{key}]", obj.pair[key], PLAIN)
+        inner = item.get_generic_dict_manager(f"L['m'].pair[{key}].__dict__", obj.pair[key].__dict__, PLAIN)
+        inner.dict_getitem_manager("flag", f"L['m'].pair[{key}].flag", True, PLAIN).add_true_match_guard(["flag"], None)
+        root.finalize()
+        return root, m
+
+    def test_memo_anchored_tuple_item_attribute_changed(self):
+        obj = Holder(pair=(Holder(flag=True), 2))
+        root, m = self.anchored_pair_tree(obj, 0)
+        self.assertTrue(root.check({"m": obj}))
+        kinds = m.memo_log_kinds()
+        self.assertNotIn("Walk", kinds, "the tuple in a validated dict pins its items")
+        self.assertNotIn("TupleItem", kinds)
+        self.assertTrue(root.check({"m": obj}))
+        obj.pair[0].flag = False
+        self.assertFalse(root.check({"m": obj}))
+        obj.pair[0].flag = True
+        self.assertTrue(root.check({"m": obj}))
+        obj.pair = (Holder(flag=False), 2)
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_tuple_item_negative_key_is_walked(self):
+        # pair[-1] names another slot in a tuple of another length.
+        obj = Holder(pair=(2, Holder(flag=True)))
+        root, m = self.anchored_pair_tree(obj, -1)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIn("Walk", m.memo_log_kinds())
+        obj.pair = (2, Holder(flag=True), Holder(flag=False))
+        self.assertFalse(root.check({"m": obj}))
+
 class GlobalStateTests(TestCase):
     """The native GLOBAL_STATE agrees with torch's GlobalStateGuard on every
     state change torch's guard notices."""

@@ -65,13 +65,54 @@ PyObject* DictGetItemGuardAccessor::access(PyObject* parent) {
   return Py_XNewRef(PyDict_GetItemWithError(parent, key_.ptr()));
 }
 
+// Item `index` of a tuple, read by a memoized subtree: an anchored exact
+// tuple is the very tuple recorded and never changes, so the item is
+// anchored with no step; on a tuple matched by address only (the memo's
+// own value), a child subtree that decides by address alone is logged as a
+// TupleItem step; anything else is walked.
+static bool record_tuple_item(MemoRecorder& recorder, PyObject* tuple, Py_ssize_t index, PyObject* child) {
+  if (index < 0 || !PyTuple_CheckExact(tuple) || !recorder.anchored(tuple)) {
+    return false;
+  }
+  recorder.anchor(child);
+  return true;
+}
+static bool record_tuple_item_identity(
+    MemoRecorder& recorder,
+    PyObject* tuple,
+    Py_ssize_t index,
+    PyObject* child,
+    const GuardManager& child_manager) {
+  if (index < 0 || recorder.anchored(tuple) || !child_manager.decides_by_identity()) {
+    return false;  // an anchored tuple anchors the item instead (record_tuple_item)
+  }
+  return recorder.tuple_item(tuple, index, child);
+}
+
+static Py_ssize_t non_negative_int(const py::object& key) {
+  if (!PyLong_CheckExact(key.ptr())) {
+    return -1;
+  }
+  Py_ssize_t i = PyLong_AsSsize_t(key.ptr());
+  if (i == -1 && PyErr_Occurred()) {
+    PyErr_Clear();  // too large for any tuple
+  }
+  return i < 0 ? -1 : i;
+}
+
 GetItemGuardAccessor::GetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
-    : KeyedAccessor(std::move(key), std::move(c)) {}
+    : KeyedAccessor(std::move(key), std::move(c)), tuple_index_(non_negative_int(key_)) {}
 PyObject* GetItemGuardAccessor::access(PyObject* parent) {
   return PyObject_GetItem(parent, key_.ptr());
 }
 std::string GetItemGuardAccessor::repr() const {
   return std::string(kKind) + "(" + key_str(key_) + ")";
+}
+bool GetItemGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  return record_tuple_item(recorder, parent, tuple_index_, child);
+}
+bool GetItemGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  return record_tuple_item_identity(recorder, parent, tuple_index_, child, *child_);
 }
 
 ListGetItemGuardAccessor::ListGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -96,6 +137,12 @@ PyObject* TupleGetItemGuardAccessor::access(PyObject* parent) {
     return nullptr;
   }
   return Py_NewRef(PyTuple_GET_ITEM(parent, i));
+}
+bool TupleGetItemGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  return record_tuple_item(recorder, parent, PyLong_AsSsize_t(key_.ptr()), child);
+}
+bool TupleGetItemGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  return record_tuple_item_identity(recorder, parent, PyLong_AsSsize_t(key_.ptr()), child, *child_);
 }
 
 IndexedGuardAccessor::IndexedGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)

@@ -89,6 +89,14 @@ class GetItemGuardAccessor : public KeyedAccessor<GetItemGuardAccessor> {
   PyObject* access(PyObject* parent) override;
   std::string repr() const override;
   std::string access_failure() const override { return "KeyError on " + child_->source(); }
+  // On an exact tuple with a non-negative int key, the full protocol is
+  // tuple's own item read (the class is tuple itself, which cannot be
+  // changed), so the read is pinned as TupleGetItemGuardAccessor's is.
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
+  bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
+
+ private:
+  Py_ssize_t tuple_index_;  // the key as a tuple index; -1 unless it is an exact int >= 0
 };
 // list[i]: pinned by identity (MemoRecorder::list_item).
 class ListGetItemGuardAccessor : public KeyedAccessor<ListGetItemGuardAccessor> {
@@ -106,13 +114,10 @@ class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor
   TupleGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
   // A tuple never changes: an anchored tuple pins its items.
-  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override {
-    if (!recorder.anchored(parent) || !PyTuple_CheckExact(parent)) {
-      return false;
-    }
-    recorder.anchor(child);
-    return true;
-  }
+  bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
+  // The memo's own tuple (matched by address only) under a subtree that
+  // decides by the item's address: a TupleItem step.
+  bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
 };
 // (idx, parent): the builder's IndexedSource.
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(IndexedGuardAccessor);

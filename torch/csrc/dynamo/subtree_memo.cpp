@@ -41,6 +41,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "ListItem";
     case MemoStep::Kind::SlotAddress:
       return "SlotAddress";
+    case MemoStep::Kind::TupleItem:
+      return "TupleItem";
   }
   return "?";
 }
@@ -148,6 +150,7 @@ bool MemoRecorder::list_item(PyObject* list, Py_ssize_t index, PyObject* item) {
   if (!PyList_CheckExact(list) || !PyType_SUPPORTS_WEAKREFS(Py_TYPE(item))) {
     return false;
   }
+  type(list);  // the memo's value is matched by address: pin that it is a list before the step reads it as one
   OwnedRef ref(PyWeakref_NewRef(item, nullptr));
   if (!ref) {
     PyErr_Clear();
@@ -158,6 +161,16 @@ bool MemoRecorder::list_item(PyObject* list, Py_ssize_t index, PyObject* item) {
   weakrefs_.push_back(std::move(ref));
   push(step);
   anchor(item);
+  return true;
+}
+
+bool MemoRecorder::tuple_item(PyObject* tuple, Py_ssize_t index, PyObject* item) {
+  if (!PyTuple_CheckExact(tuple) || index < 0 || index >= PyTuple_GET_SIZE(tuple) ||
+      PyTuple_GET_ITEM(tuple, index) != item || !reachable(tuple)) {
+    return false;
+  }
+  type(tuple);
+  push({MemoStep::Kind::TupleItem, tuple, item, static_cast<uint64_t>(index)});
   return true;
 }
 
@@ -505,6 +518,15 @@ bool SubtreeMemo::validate(PyObject* value) const {
       case MemoStep::Kind::SlotAddress:
         *static_cast<PyObject**>(s.b) = static_cast<PyObject*>(s.a);
         break;
+      case MemoStep::Kind::TupleItem: {
+        // A step before this one pinned the type: an exact tuple.
+        PyObject* tuple = static_cast<PyObject*>(s.a);
+        const auto index = static_cast<Py_ssize_t>(s.c);
+        if (index >= PyTuple_GET_SIZE(tuple) || PyTuple_GET_ITEM(tuple, index) != s.b) {
+          return false;
+        }
+        break;
+      }
       case MemoStep::Kind::ListItem: {
         // The list is reachable, and stays a list: an exact list's class
         // cannot be assigned.

@@ -18,10 +18,11 @@
 // that nothing pins needs no walk: a pointer field of a validated object
 // whose child subtree decides by the child's address alone (ID_MATCH
 // leaves, no accessors) is a FieldIdentity step that compares the field
-// with that address, which is all the subtree would compare. The child is
-// not anchored: the object now at that address may be another one (the
-// recorded one died, its address was reused), so nothing else in the log
-// may lean on its identity.
+// with that address, which is all the subtree would compare; an item of a
+// tuple under such a subtree is a TupleItem step, the same compare of the
+// tuple's slot. The child is not anchored: the object now at that address
+// may be another one (the recorded one died, its address was reused), so
+// nothing else in the log may lean on its identity.
 //
 // Watched dicts and types (CPython 3.12 and later, watchers.h): while the
 // log is recorded, every dict and type it would check by version is
@@ -95,6 +96,10 @@ struct MemoStep {
     // address (PyObject**; RelationalState::address_slot, where_recorded).
     // Stores, never fails (MemoRecorder::address_slot, held_slot).
     SlotAddress,
+    // Item c of the reachable exact tuple a is at address b: the tuple is
+    // longer than c and that slot holds b (MemoRecorder::tuple_item). Only
+    // the address is compared, as in FieldIdentity.
+    TupleItem,
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
@@ -202,6 +207,16 @@ class MemoRecorder {
   // it under the steps below it. False, with nothing logged, when the item
   // takes no weak references or `list` is not reachable.
   bool list_item(PyObject* list, Py_ssize_t index, PyObject* item);
+  // Logs that item `index` (not negative) of the reachable exact tuple
+  // `tuple` is still at `item`'s address, for a read whose child subtree
+  // decides by that address alone (GuardManager::decides_by_identity). The
+  // memo's own value is matched by address only, so the tuple there may be
+  // another one, even a shorter one: the step pins the type first (a Type
+  // step) and compares the length before it reads the slot; what it then
+  // compares is what the walk would (the same slot, the child's address).
+  // The item is not anchored. False, with nothing logged, when `tuple` is
+  // no exact tuple holding `item` at `index` or is not reachable.
+  bool tuple_item(PyObject* tuple, Py_ssize_t index, PyObject* item);
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
   // What a lookup along `path` on `obj` reads besides the class: the class

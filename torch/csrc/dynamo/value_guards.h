@@ -73,6 +73,10 @@ class SingletonGuard : public LeafGuard {
   bool check(PyObject* value) override;
   const char* kind() const override;
   void record(MemoRecorder& recorder, PyObject* value) override { record_identity_of(this, recorder, value); }
+  bool may_run_python() const override { return false; }
+  // The verdict compares the value's address with a singleton's, which
+  // lives as long as the interpreter.
+  bool decides_by_identity() const override { return true; }
 
  private:
   Want want_;
