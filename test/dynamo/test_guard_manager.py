@@ -2236,9 +2236,10 @@ class SubtreeMemoTests(TestCase):
         self.assert_tuple_items_pinned(replace, False)
         self.assertEqual(reused, [True] * len(self.READERS), "a new tuple took the recorded one's address")
 
-    def test_memo_tuple_item_guarded_beyond_identity_is_walked(self):
-        # An equality guard on the item: comparing its address would not
-        # decide it, so that read is walked.
+    def test_memo_tuple_item_guarded_by_equality_is_held(self):
+        # An equality guard on an immutable constant runs no Python: the item
+        # is held (MemoRecorder::held) and the guard re-runs on whatever
+        # object the slot holds.
         for reader in self.READERS:
             with self.subTest(reader=reader):
 
@@ -2247,6 +2248,27 @@ class SubtreeMemoTests(TestCase):
 
                 root, defaults = self.defaults_tree(
                     fn, reader, third=lambda item: item.add_equals_match_guard(2.5, ["__defaults__[2] == 2.5"], None)
+                )
+                self.assertTrue(root.check({"f": fn}))
+                kinds = defaults.memo_log_kinds()
+                self.assertEqual((kinds.get("TupleItem"), kinds.get("Leaf"), kinds.get("Walk")), (3, 2, None), "the length check and the equality guard")
+                self.assertTrue(root.check({"f": fn}))
+                fn.__defaults__ = (None, True, float("2.5"))
+                self.assertTrue(root.check({"f": fn}), "an equal float in a new tuple")
+                fn.__defaults__ = (None, True, 3.5)
+                self.assertFalse(root.check({"f": fn}))
+
+    def test_memo_tuple_item_guarded_by_python_is_walked(self):
+        # A guard that may run Python code on the item could make the tuple
+        # drop what the log holds: that read is walked.
+        for reader in self.READERS:
+            with self.subTest(reader=reader):
+
+                def fn(a=None, b=True, c=2.5):
+                    return a, b, c
+
+                root, defaults = self.defaults_tree(
+                    fn, reader, third=lambda item: item.add_lambda_guard(lambda v: v == 2.5, ["__defaults__[2] == 2.5"], None)
                 )
                 self.assertTrue(root.check({"f": fn}))
                 kinds = defaults.memo_log_kinds()
@@ -2292,6 +2314,151 @@ class SubtreeMemoTests(TestCase):
         self.assertIn("Walk", m.memo_log_kinds())
         obj.pair = (2, Holder(flag=True), Holder(flag=False))
         self.assertFalse(root.check({"m": obj}))
+
+class HeldReadTests(TestCase):
+    """Reads of a function's fields, a cell's contents and tuple items below
+    them, recorded as field and item steps on held values
+    (MemoRecorder::held) instead of walks: each mutation the walk notices
+    must still fail the check, and the fast and verbose checks agree."""
+
+    @staticmethod
+    def closure_over(inner):
+        """A function whose one cell holds ``inner``, and a setter of that cell."""
+
+        def outer():
+            return inner
+
+        def rebind(value) -> None:
+            nonlocal inner
+            inner = value
+
+        return outer, rebind
+
+    @staticmethod
+    def inner_function():
+        def inner(scale=1, name="x"):
+            return scale, name
+
+        # Its own tuple, not the code's constant one: replaced, it is freed.
+        inner.__defaults__ = tuple([1, "x"])
+        return inner
+
+    def closure_tree(self, outer) -> tuple[guards.RootGuardManager, object]:
+        """On ``L['f']``: its cell's function has the recorded code, its
+        __defaults__ are (1, 'x') and its __name__ is 'inner'."""
+        inner = outer.__closure__[0].cell_contents
+        root = guards.RootGuardManager()
+        f = root.framelocals_manager(("f", 0), "L['f']", outer, PLAIN)
+        f.add_type_match_guard(id_type(outer), ["type(L['f'])"], None)
+        cell = f.closure_manager("L['f'].__closure__", outer.__closure__, PLAIN).tuple_getitem_manager(
+            0, "L['f'].__closure__[0]", outer.__closure__[0], PLAIN
+        )
+        fn = cell.getattr_manager("cell_contents", "G", inner, PLAIN)
+        fn.add_type_match_guard(id_type(inner), ["type(G)"], None)
+        fn.code_manager("G.__code__", inner.__code__, PLAIN).add_id_match_guard(id(inner.__code__), ["G.__code__"], None)
+        defaults = fn.func_defaults_manager("G.__defaults__", inner.__defaults__, PLAIN)
+        defaults.tuple_getitem_manager(0, "G.__defaults__[0]", 1, PLAIN).add_equals_match_guard(1, ["G.__defaults__[0] == 1"], None)
+        defaults.tuple_getitem_manager(1, "G.__defaults__[1]", "x", PLAIN).add_equals_match_guard("x", ["G.__defaults__[1] == 'x'"], None)
+        fn.getattr_manager("__name__", "G.__name__", "inner", PLAIN).add_equals_match_guard("inner", ["G.__name__ == 'inner'"], None)
+        root.finalize()
+        return root, f
+
+    def assert_held(self, mutate, still_passes: bool) -> None:
+        outer, rebind = self.closure_over(self.inner_function())
+        root, f = self.closure_tree(outer)
+        self.assertTrue(root.check({"f": outer}))
+        kinds = f.memo_log_kinds()
+        self.assertNotIn("Walk", kinds, "every read of the chain is a field or item step")
+        self.assertEqual((kinds.get("FieldIdentity"), kinds.get("TupleItem")), (5, 3))
+        self.assertTrue(root.check({"f": outer}))
+        mutate(outer, rebind)
+        self.assertEqual(root.check({"f": outer}), still_passes)
+        self.assertEqual(root.check_verbose({"f": outer}).result, still_passes, "fast and verbose checks agree")
+
+    def test_held_cell_contents_rebound_to_an_equal_function(self):
+        # Another function of the same code, defaults and name: the walk passes too.
+        self.assert_held(lambda outer, rebind: rebind(self.inner_function()), True)
+
+    def test_held_cell_contents_rebound_to_other_code(self):
+        def inner(scale=1, name="x"):
+            return name
+
+        self.assert_held(lambda outer, rebind: rebind(inner), False)
+
+    def test_held_cell_contents_rebound_to_non_function(self):
+        self.assert_held(lambda outer, rebind: rebind(3), False)
+
+    def test_held_function_defaults_replaced(self):
+        self.assert_held(lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__defaults__", (2, "x")), False)
+
+    def test_held_function_defaults_replaced_by_equal_values(self):
+        # New objects, equal constants: the equality guards pass, as in the walk.
+        self.assert_held(
+            lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__defaults__", (int("1"), "".join(["x"]))),
+            True,
+        )
+
+    def test_held_function_defaults_removed(self):
+        self.assert_held(lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__defaults__", None), False)
+
+    def test_held_function_code_replaced(self):
+        def other(scale=1, name="x"):
+            return name, scale
+
+        self.assert_held(lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__code__", other.__code__), False)
+
+    def test_held_function_renamed(self):
+        self.assert_held(lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__name__", "renamed"), False)
+
+    def test_held_defaults_at_the_recorded_address(self):
+        # The held defaults tuple dies and a new tuple of its size takes its
+        # address from CPython's free list: its items must be read again.
+        reused: list[bool] = []
+
+        def replace(outer, rebind) -> None:
+            inner = outer.__closure__[0].cell_contents
+            recorded = id(inner.__defaults__)
+            inner.__defaults__ = None
+            made = [tuple([2, "x"]) for _ in range(64)]
+            at_recorded = [t for t in made if id(t) == recorded]
+            reused.append(bool(at_recorded))
+            inner.__defaults__ = (at_recorded or made)[0]
+
+        self.assert_held(replace, False)
+        self.assertEqual(reused, [True], "a new tuple took the recorded one's address")
+
+    def test_held_values_are_not_kept_alive(self):
+        outer, rebind = self.closure_over(self.inner_function())
+        root, _ = self.closure_tree(outer)
+        self.assertTrue(root.check({"f": outer}))
+        self.assertTrue(root.check({"f": outer}))
+        old = weakref.ref(outer.__closure__[0].cell_contents)
+        rebind(None)
+        gc.collect()
+        self.assertIsNone(old(), "the log holds no reference to a held value")
+        self.assertFalse(root.check({"f": outer}))
+
+    def test_held_method_function_and_self(self):
+        holder = Holder()
+        method = types.MethodType(self.inner_function(), holder)
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", method, PLAIN)
+        m.add_type_match_guard(id_type(method), ["type(L['m'])"], None)
+        func = m.getattr_manager("__func__", "L['m'].__func__", method.__func__, PLAIN)
+        func.add_type_match_guard(id_type(method.__func__), ["type(L['m'].__func__)"], None)
+        func.getattr_manager("__name__", "N", "inner", PLAIN).add_equals_match_guard("inner", ["N == 'inner'"], None)
+        m.getattr_manager("__self__", "L['m'].__self__", holder, PLAIN).add_id_match_guard(id(holder), ["self"], None)
+        root.finalize()
+        self.assertTrue(root.check({"m": method}))
+        self.assertNotIn("Walk", m.memo_log_kinds())
+        self.assertTrue(root.check({"m": method}))
+        method.__func__.__name__ = "renamed"
+        self.assertFalse(root.check({"m": method}))
+        method.__func__.__name__ = "inner"
+        self.assertTrue(root.check({"m": method}))
+        other = types.MethodType(method.__func__, Holder())
+        self.assertFalse(root.check({"m": other}))
+
 
 class GlobalStateTests(TestCase):
     """The native GLOBAL_STATE agrees with torch's GlobalStateGuard on every

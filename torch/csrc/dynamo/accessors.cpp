@@ -70,6 +70,11 @@ PyObject* DictGetItemGuardAccessor::access(PyObject* parent) {
 // anchored with no step; on a tuple matched by address only (the memo's
 // own value), a child subtree that decides by address alone is logged as a
 // TupleItem step; anything else is walked.
+// `index` when `parent` is an exact tuple holding an item there; else -1.
+static Py_ssize_t exact_tuple_index(PyObject* parent, Py_ssize_t index) {
+  return PyTuple_CheckExact(parent) && index >= 0 && index < PyTuple_GET_SIZE(parent) ? index : -1;
+}
+
 static bool record_tuple_item(MemoRecorder& recorder, PyObject* tuple, Py_ssize_t index, PyObject* child) {
   if (index < 0 || !PyTuple_CheckExact(tuple) || !recorder.anchored(tuple)) {
     return false;
@@ -114,6 +119,9 @@ bool GetItemGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyOb
 bool GetItemGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
   return record_tuple_item_identity(recorder, parent, tuple_index_, child, *child_);
 }
+Py_ssize_t GetItemGuardAccessor::held_tuple_index(PyObject* parent) const {
+  return exact_tuple_index(parent, tuple_index_);
+}
 
 ListGetItemGuardAccessor::ListGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {
@@ -130,19 +138,25 @@ PyObject* ListGetItemGuardAccessor::access(PyObject* parent) {
 TupleGetItemGuardAccessor::TupleGetItemGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {
   index_key(key_, "tuple index");
+  index_ = PyLong_AsSsize_t(key_.ptr());
+  if (index_ == -1 && PyErr_Occurred()) {
+    PyErr_Clear();  // beyond Py_ssize_t: no tuple is that long, and -1 never matches
+  }
 }
 PyObject* TupleGetItemGuardAccessor::access(PyObject* parent) {
-  Py_ssize_t i = PyLong_AsSsize_t(key_.ptr());
-  if (!PyTuple_Check(parent) || i < 0 || i >= PyTuple_GET_SIZE(parent)) {
+  if (!PyTuple_Check(parent) || index_ < 0 || index_ >= PyTuple_GET_SIZE(parent)) {
     return nullptr;
   }
-  return Py_NewRef(PyTuple_GET_ITEM(parent, i));
+  return Py_NewRef(PyTuple_GET_ITEM(parent, index_));
 }
 bool TupleGetItemGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
-  return record_tuple_item(recorder, parent, PyLong_AsSsize_t(key_.ptr()), child);
+  return record_tuple_item(recorder, parent, index_, child);
 }
 bool TupleGetItemGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
-  return record_tuple_item_identity(recorder, parent, PyLong_AsSsize_t(key_.ptr()), child, *child_);
+  return record_tuple_item_identity(recorder, parent, index_, child, *child_);
+}
+Py_ssize_t TupleGetItemGuardAccessor::held_tuple_index(PyObject* parent) const {
+  return exact_tuple_index(parent, index_);
 }
 
 IndexedGuardAccessor::IndexedGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -161,12 +175,18 @@ PyObject* FuncDefaultsGuardAccessor::access(PyObject* parent) {
   PyObject* fn = as_function(parent);
   return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_DEFAULTS(fn));
 }
+PyObject* const* FuncDefaultsGuardAccessor::held_field(PyObject* parent) const {
+  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_defaults : nullptr;
+}
 
 FuncKwDefaultsGuardAccessor::FuncKwDefaultsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {}
 PyObject* FuncKwDefaultsGuardAccessor::access(PyObject* parent) {
   PyObject* fn = as_function(parent);
   return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_KW_DEFAULTS(fn));
+}
+PyObject* const* FuncKwDefaultsGuardAccessor::held_field(PyObject* parent) const {
+  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_kwdefaults : nullptr;
 }
 
 CodeGuardAccessor::CodeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -190,12 +210,18 @@ bool CodeGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* p
   }
   return recorder.field_identity(parent, &reinterpret_cast<PyFunctionObject*>(parent)->func_code, child);
 }
+PyObject* const* CodeGuardAccessor::held_field(PyObject* parent) const {
+  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_code : nullptr;
+}
 
 ClosureGuardAccessor::ClosureGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
     : KeyedAccessor(std::move(key), std::move(c)) {}
 PyObject* ClosureGuardAccessor::access(PyObject* parent) {
   PyObject* fn = as_function(parent);
   return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_CLOSURE(fn));
+}
+PyObject* const* ClosureGuardAccessor::held_field(PyObject* parent) const {
+  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_closure : nullptr;
 }
 
 TypeGuardAccessor::TypeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -358,6 +384,8 @@ static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
       {"__code__", Field::FunctionCode},
       {"__closure__", Field::FunctionClosure},
       {"__globals__", Field::FunctionGlobals},
+      {"__name__", Field::FunctionName},
+      {"__qualname__", Field::FunctionQualname},
       {"cell_contents", Field::CellContents},
       {"__func__", Field::MethodFunction},
       {"__self__", Field::MethodSelf},
@@ -401,6 +429,16 @@ PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
         return Py_NewRef(PyFunction_GET_GLOBALS(parent));
       }
       break;
+    case BuiltinField::FunctionName:
+      if (function) {
+        return Py_NewRef(reinterpret_cast<PyFunctionObject*>(parent)->func_name);
+      }
+      break;
+    case BuiltinField::FunctionQualname:
+      if (function) {
+        return Py_NewRef(reinterpret_cast<PyFunctionObject*>(parent)->func_qualname);
+      }
+      break;
     case BuiltinField::CellContents:
       if (Py_IS_TYPE(parent, &PyCell_Type)) {
         // An empty cell: getattr raises ValueError, and the guard fails.
@@ -422,6 +460,44 @@ PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
   }
   return PyObject_GetAttr(parent, key_.ptr());
 }
+PyObject* const* GetAttrGuardAccessor::held_field(PyObject* parent) const {
+  // The fields access() reads directly, for the same exact types.
+  if (Py_IS_TYPE(parent, &PyFunction_Type)) {
+    auto* fn = reinterpret_cast<PyFunctionObject*>(parent);
+    switch (field_) {
+      case BuiltinField::FunctionDefaults:
+        return &fn->func_defaults;
+      case BuiltinField::FunctionKwDefaults:
+        return &fn->func_kwdefaults;
+      case BuiltinField::FunctionCode:
+        return &fn->func_code;
+      case BuiltinField::FunctionClosure:
+        return &fn->func_closure;
+      case BuiltinField::FunctionGlobals:
+        return &fn->func_globals;
+      case BuiltinField::FunctionName:
+        return &fn->func_name;
+      case BuiltinField::FunctionQualname:
+        return &fn->func_qualname;
+      default:
+        return nullptr;
+    }
+  }
+  if (field_ == BuiltinField::CellContents && Py_IS_TYPE(parent, &PyCell_Type)) {
+    return &reinterpret_cast<PyCellObject*>(parent)->ob_ref;
+  }
+  if (Py_IS_TYPE(parent, &PyMethod_Type)) {
+    auto* method = reinterpret_cast<PyMethodObject*>(parent);
+    if (field_ == BuiltinField::MethodFunction) {
+      return &method->im_func;
+    }
+    if (field_ == BuiltinField::MethodSelf) {
+      return &method->im_self;
+    }
+  }
+  return nullptr;
+}
+
 std::string GetAttrGuardAccessor::repr() const {
   return std::string(kKind) + "(" + key_str(key_) + ")";
 }

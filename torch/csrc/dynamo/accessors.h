@@ -95,6 +95,9 @@ class GetItemGuardAccessor : public KeyedAccessor<GetItemGuardAccessor> {
   bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
   bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
 
+ protected:
+  Py_ssize_t held_tuple_index(PyObject* parent) const override;
+
  private:
   Py_ssize_t tuple_index_;  // the key as a tuple index; -1 unless it is an exact int >= 0
 };
@@ -118,19 +121,41 @@ class TupleGetItemGuardAccessor : public KeyedAccessor<TupleGetItemGuardAccessor
   // The memo's own tuple (matched by address only) under a subtree that
   // decides by the item's address: a TupleItem step.
   bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
+
+ protected:
+  Py_ssize_t held_tuple_index(PyObject* parent) const override;
+
+ private:
+  Py_ssize_t index_;  // the key, checked to be an int at construction
 };
 // (idx, parent): the builder's IndexedSource.
 DYNAMO_GUARDS_ACCESSOR_WITH_REPR(IndexedGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(FuncDefaultsGuardAccessor);
-DYNAMO_GUARDS_ACCESSOR(FuncKwDefaultsGuardAccessor);
+// A field of a function, read as held (GuardAccessor::held_field) from an
+// exact function; a bound method's function is not the parent's own field.
+#define DYNAMO_GUARDS_FUNCTION_FIELD_ACCESSOR(NAME)                                  \
+  class NAME : public KeyedAccessor<NAME> {                                         \
+   public:                                                                          \
+    static constexpr const char* kKind = #NAME;                                     \
+    NAME(py::object key, std::unique_ptr<GuardManager> c);                          \
+    PyObject* access(PyObject* parent) override;                                    \
+                                                                                    \
+   protected:                                                                       \
+    PyObject* const* held_field(PyObject* parent) const override;                   \
+  }
+DYNAMO_GUARDS_FUNCTION_FIELD_ACCESSOR(FuncDefaultsGuardAccessor);
+DYNAMO_GUARDS_FUNCTION_FIELD_ACCESSOR(FuncKwDefaultsGuardAccessor);
+DYNAMO_GUARDS_FUNCTION_FIELD_ACCESSOR(ClosureGuardAccessor);
+#undef DYNAMO_GUARDS_FUNCTION_FIELD_ACCESSOR
 class CodeGuardAccessor : public KeyedAccessor<CodeGuardAccessor> {
  public:
   static constexpr const char* kKind = "CodeGuardAccessor";
   CodeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c);
   PyObject* access(PyObject* parent) override;
   bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) override;
+
+ protected:
+  PyObject* const* held_field(PyObject* parent) const override;
 };
-DYNAMO_GUARDS_ACCESSOR(ClosureGuardAccessor);
 // type(parent): pinned by the type's tag or watch (MemoRecorder::type_of).
 class TypeGuardAccessor : public KeyedAccessor<TypeGuardAccessor> {
  public:
@@ -266,10 +291,15 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
     FunctionCode,
     FunctionClosure,
     FunctionGlobals,
+    FunctionName,
+    FunctionQualname,
     CellContents,
     MethodFunction,
     MethodSelf,
   };
+
+ protected:
+  PyObject* const* held_field(PyObject* parent) const override;
 
  private:
   BuiltinField field_;

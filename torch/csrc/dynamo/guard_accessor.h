@@ -54,6 +54,18 @@ class GuardAccessor {
   // comparing that field with `child` and return true; the subtree then
   // logs nothing. False, logging nothing, otherwise.
   virtual bool record_identity_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) { return false; }
+  // For a SubtreeMemo, asked when record() pins nothing: an accessor whose
+  // read of `parent` is a pointer field of an exact builtin type (a
+  // function's __defaults__, a cell's contents) or an item of an exact
+  // tuple may log that read as a field or item step and hold the child
+  // (MemoRecorder::held), whose subtree then records step by step instead
+  // of being walked. Only a subtree that records on a held value without
+  // running Python (GuardManager::records_on_held_value) is eligible.
+  // False, logging nothing, otherwise.
+  bool record_held_read(MemoRecorder& recorder, PyObject* parent, PyObject* child);
+  // The child a held read of `parent` would find (borrowed), or nullptr
+  // when this accessor has no such read of it.
+  PyObject* held_child(PyObject* parent) const;
 
   // Reads the child value and evaluates its manager.
   bool check(PyObject* parent, CheckContext* ctx);
@@ -68,6 +80,15 @@ class GuardAccessor {
   void prefetch_child() const { __builtin_prefetch(child_.get()); }
 
  protected:
+  // The pointer field of `parent` that access() returns exactly (the child
+  // itself, not None for an empty field), when `parent` is of an exact
+  // builtin type whose layout fixes that field and whose attribute cannot
+  // be shadowed or overridden; else nullptr.
+  virtual PyObject* const* held_field(PyObject* parent) const { return nullptr; }
+  // The item access() returns when `parent` is an exact tuple, as an index
+  // within it; -1 otherwise.
+  virtual Py_ssize_t held_tuple_index(PyObject* parent) const { return -1; }
+
   // Cold: str() of the pending Python error, which it clears; the
   // access_failure() text when there is none.
   std::string raised_error_text() const;

@@ -148,6 +148,24 @@ bool GuardManager::decides_by_identity() const {
   return std::all_of(leaves_.begin(), leaves_.end(), [](const LeafGuardPtr& leaf) { return leaf->decides_by_identity(); });
 }
 
+bool GuardManager::records_on_held_value(PyObject* value) const {
+  if (dynamic_cast<const DictGuardManager*>(this) != nullptr) {
+    return false;
+  }
+  for (const LeafGuardPtr& leaf : leaves_) {
+    if (!leaf->records_on_held_value()) {
+      return false;
+    }
+  }
+  for (const auto& accessor : accessors_) {
+    PyObject* child = accessor->held_child(value);
+    if (child == nullptr || !accessor->child()->records_on_held_value(child)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 GuardManager::MemoPlan GuardManager::place_memos() {
   memo_.reset();
   size_t nodes = 1 + leaves_.size();
@@ -341,7 +359,12 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
     if (record_identity_read(recorder, parent, child_value.get())) {
       return child_->check(child_value.get(), nullptr);
     }
-    if (!record(recorder, parent, child_value.get())) {
+    // While a value is held, only held reads may follow (MemoRecorder::held).
+    if (recorder.holding() || !record(recorder, parent, child_value.get())) {
+      if (record_held_read(recorder, parent, child_value.get())) {
+        HeldValue held(recorder, child_value.get());
+        return child_->check(child_value.get(), ctx);
+      }
       // Not pinned: the log re-runs this accessor with its whole subtree,
       // which is therefore checked here without recording.
       recorder.walk(this, parent);
@@ -349,6 +372,24 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
     }
   }
   return child_->check(child_value.get(), ctx);
+}
+
+PyObject* GuardAccessor::held_child(PyObject* parent) const {
+  if (PyObject* const* field = held_field(parent)) {
+    return *field;
+  }
+  const Py_ssize_t index = held_tuple_index(parent);
+  return index >= 0 ? PyTuple_GET_ITEM(parent, index) : nullptr;
+}
+
+bool GuardAccessor::record_held_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  if (held_child(parent) != child || !child_->records_on_held_value(child)) {
+    return false;
+  }
+  if (PyObject* const* field = held_field(parent)) {
+    return recorder.held_field(parent, field, child);
+  }
+  return recorder.held_tuple_item(parent, held_tuple_index(parent), child);
 }
 
 }  // namespace dynamo_guards

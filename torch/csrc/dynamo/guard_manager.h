@@ -103,6 +103,12 @@ class GuardManager {
   // address (LeafGuard::decides_by_identity): the subtree passes for
   // exactly the addresses it passed for, whatever object sits there.
   bool decides_by_identity() const;
+  // Whether this subtree, on `value`, records only steps that are sound on
+  // a held value (MemoRecorder::held): no dict manager, only leaves that
+  // record so (LeafGuard::records_on_held_value), and only accessors with
+  // a held read of `value` whose subtrees do the same. Reads fields and
+  // tuple items of `value` and below, runs no Python.
+  bool records_on_held_value(PyObject* value) const;
   RootGuardManager* root() const { return root_; }
   size_t depth() const { return depth_; }
   // Managers alive in the process, for the lifetime tests.

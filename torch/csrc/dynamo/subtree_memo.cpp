@@ -48,7 +48,7 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
 }
 
 void MemoRecorder::object_dict(PyObject* obj) {
-  if (!reachable(obj)) {
+  if (!reachable_unheld(obj)) {
     return;
   }
   if (obj == memo_value_) {
@@ -103,7 +103,7 @@ void MemoRecorder::object_dict(PyObject* obj) {
 }
 
 void MemoRecorder::dict(PyObject* d) {
-  if (!reachable(d)) {
+  if (!reachable_unheld(d)) {
     return;
   }
   if (!PyDict_Check(d) || !dict_writes_reported(d)) {
@@ -127,6 +127,15 @@ void MemoRecorder::type(PyObject* obj) {
     return;
   }
   PyTypeObject* t = Py_TYPE(obj);
+  if (held(obj)) {
+    // Possibly another object at the recorded address: its type is checked
+    // before any step reads it by layout, once while it stays held (no
+    // Python code runs meanwhile, so no __class__ assignment either).
+    if (held_typed_.insert(obj).second) {
+      push({MemoStep::Kind::Type, obj, t, 0});
+    }
+    return;
+  }
   if (obj != memo_value_ && PyType_HasFeature(t, Py_TPFLAGS_IMMUTABLETYPE) && !PyType_IsSubtype(t, &PyModule_Type)) {
     // Needs no step: a reachable object other than the memo's value is the
     // very object recorded (validated dicts hold it), and CPython refuses
@@ -144,6 +153,9 @@ void MemoRecorder::type(PyObject* obj) {
 }
 
 bool MemoRecorder::list_item(PyObject* list, Py_ssize_t index, PyObject* item) {
+  if (!reachable_unheld(list)) {
+    return false;
+  }
   if (!anchored(list) && list != memo_value_) {
     return false;
   }
@@ -175,7 +187,7 @@ bool MemoRecorder::tuple_item(PyObject* tuple, Py_ssize_t index, PyObject* item)
 }
 
 void MemoRecorder::type_tag(PyObject* obj) {
-  if (!reachable(obj)) {
+  if (!reachable_unheld(obj)) {
     return;
   }
   PyTypeObject* t = Py_TYPE(obj);
@@ -224,8 +236,42 @@ bool MemoRecorder::field_identity(PyObject* holder, PyObject* const* field, PyOb
   return true;
 }
 
+bool MemoRecorder::reachable_unheld(PyObject* obj) {
+  if (!held_.empty()) {
+    abort();  // see held(): nothing but field, item, type and Python-free leaf steps while a value is held
+    return false;
+  }
+  return reachable(obj);
+}
+
+bool MemoRecorder::held_field(PyObject* holder, PyObject* const* field, PyObject* value) {
+  if (*field != value || !field_identity(holder, field, value)) {
+    return false;
+  }
+  ++held_[value];
+  return true;
+}
+
+bool MemoRecorder::held_tuple_item(PyObject* tuple, Py_ssize_t index, PyObject* item) {
+  if (!tuple_item(tuple, index, item)) {
+    return false;
+  }
+  ++held_[item];
+  return true;
+}
+
+void MemoRecorder::release_held(PyObject* value) {
+  auto it = held_.find(value);
+  if (it != held_.end() && --it->second == 0) {
+    held_.erase(it);
+  }
+  if (held_.empty()) {
+    held_typed_.clear();
+  }
+}
+
 bool MemoRecorder::type_of(PyObject* obj) {
-  if (!reachable(obj)) {
+  if (!reachable_unheld(obj)) {
     return false;
   }
   type_tag(obj);
@@ -239,6 +285,9 @@ bool MemoRecorder::type_of(PyObject* obj) {
 }
 
 void MemoRecorder::module_dicts(PyObject* module) {
+  if (!reachable_unheld(module)) {
+    return;
+  }
   object_dict(module);
   PyObject* d = instance_dict(module);
   if (d == nullptr || !PyDict_Check(d)) {
@@ -259,6 +308,9 @@ void MemoRecorder::module_dicts(PyObject* module) {
 }
 
 bool MemoRecorder::instance_lookup(PyObject* obj, AttrPath path) {
+  if (!reachable_unheld(obj)) {
+    return false;
+  }
   switch (path) {
     case AttrPath::InstanceDictOnly:
     case AttrPath::InstanceDictThenClass:
@@ -279,21 +331,21 @@ bool MemoRecorder::instance_lookup(PyObject* obj, AttrPath path) {
 }
 
 void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
-  if (!reachable(value)) {
+  if (guard->may_run_python() ? !reachable_unheld(value) : !reachable(value)) {
     return;
   }
   push({MemoStep::Kind::Leaf, value, guard, guard->may_run_python() ? 1u : 0u});
 }
 
 void MemoRecorder::address_slot(PyObject** address, PyObject* value) {
-  if (!reachable(value)) {
+  if (!reachable_unheld(value)) {
     return;
   }
   push({MemoStep::Kind::SlotAddress, value, address, 0});
 }
 
 void MemoRecorder::held_slot(LeafGuard* slot_leaf, RelationalState& state, size_t slot, PyObject* value) {
-  if (!reachable(value)) {
+  if (!reachable_unheld(value)) {
     return;
   }
   held_slots_.push_back({&state, slot, steps_.size()});
@@ -327,7 +379,7 @@ void MemoRecorder::pin_identity_relations() {
 }
 
 void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl, const void* autograd_meta) {
-  if (!reachable(value)) {
+  if (!reachable_unheld(value)) {
     return;
   }
   MemoStep step(MemoStep::Kind::Tensor, value, guard, reinterpret_cast<uintptr_t>(impl));
@@ -337,7 +389,7 @@ void MemoRecorder::tensor(TENSOR_MATCH* guard, PyObject* value, const void* impl
 }
 
 void MemoRecorder::walk(GuardAccessor* accessor, PyObject* parent) {
-  if (!reachable(parent)) {
+  if (!reachable_unheld(parent)) {
     return;
   }
   push({MemoStep::Kind::Walk, parent, accessor, reinterpret_cast<uintptr_t>(accessor->child())});

@@ -22,7 +22,12 @@
 // tuple under such a subtree is a TupleItem step, the same compare of the
 // tuple's slot. The child is not anchored: the object now at that address
 // may be another one (the recorded one died, its address was reused), so
-// nothing else in the log may lean on its identity.
+// nothing else in the log may lean on its identity. Such a child whose
+// subtree goes on reading fields and tuple items and runs only leaf guards
+// that run no Python (a function's __defaults__ and their values, a
+// closure's cells and the functions in them) is held rather than walked:
+// its subtree records as field, item, type and leaf steps that re-read
+// everything the walk reads (MemoRecorder::held says why that is sound).
 //
 // Watched dicts and types (CPython 3.12 and later, watchers.h): while the
 // log is recorded, every dict and type it would check by version is
@@ -165,15 +170,45 @@ class MemoRecorder {
   void anchor(PyObject* value) { anchored_.insert(value); }
   bool anchored(PyObject* value) const { return anchored_.count(value) != 0; }
 
-  // Whether validation may dereference `obj`: the memo's own value, or a
-  // value anchored by a validated dict. Recording anything else aborts.
+  // Whether validation may dereference `obj`: the memo's own value, a
+  // value anchored by a validated dict, or a held value (below). Recording
+  // anything else aborts.
   bool reachable(PyObject* obj) {
-    if (obj == memo_value_ || anchored(obj)) {
+    if (obj == memo_value_ || anchored(obj) || held(obj)) {
       return true;
     }
     abort();
     return false;
   }
+
+  // Held values: a child read from a pointer field of a reachable object
+  // (or an item of a reachable tuple) whose subtree is recorded step by step
+  // rather than walked (GuardAccessor::record_held_read). The log proves
+  // only that the field still holds an object at the recorded address, so
+  // a held value is alive (the field holds a reference) but may be another
+  // object than the one recorded (the recorded one freed and its address
+  // reused). Hence:
+  // - Steps on a held value dereference it only as far as a type step has
+  //   checked its layout first (type() always logs one for a held value),
+  //   and compare only what the walk would compare: fields by address, leaf
+  //   guards that run no Python on it. Nothing read through a held value is
+  //   anchored, and no version, tag or dict read through one is recorded
+  //   (those steps abort).
+  // - It is alive only while its holder keeps it, and Python code can make
+  //   the holder drop it. So no step that may run Python code may follow
+  //   while any value is held (walk() and leaf() abort), and a value is held
+  //   only from its proof step to the end of its subtree's steps
+  //   (HeldValue releases it).
+  bool holding() const { return !held_.empty(); }
+  bool held(PyObject* obj) const { return held_.count(obj) != 0 && obj != memo_value_ && !anchored(obj); }
+  // Logs that the pointer field `field` of the reachable `holder` (of a
+  // fixed layout: its type is checked first) still holds `value`, and holds
+  // `value` until released. False, with nothing logged, when `holder` is
+  // not reachable or `field` does not hold `value`.
+  bool held_field(PyObject* holder, PyObject* const* field, PyObject* value);
+  // As tuple_item(), then holds `item` until released.
+  bool held_tuple_item(PyObject* tuple, Py_ssize_t index, PyObject* item);
+  void release_held(PyObject* value);
 
   // The log re-runs `accessor` (and its subtree) on the reachable `parent`.
   void walk(GuardAccessor* accessor, PyObject* parent);
@@ -247,6 +282,9 @@ class MemoRecorder {
 
  private:
   void push(MemoStep step) { steps_.push_back(step); }
+  // reachable(), for the records a held value cannot take: aborts while
+  // any value is held (see held()).
+  bool reachable_unheld(PyObject* obj);
   // Whether `watches_` now watches `d`, read at `version`.
   bool watched(PyObject* d, uint64_t version) { return watches_ != nullptr && watches_->watch_dict(d, version); }
   // The step that pins `obj`'s type, by tag or by watch.
@@ -270,6 +308,11 @@ class MemoRecorder {
   std::vector<OwnedRef> weakrefs_;  // the ListItem steps' weak references
   std::vector<HeldSlot> held_slots_;
   std::unordered_set<PyObject*> anchored_;
+  // The values held now, each with how many reads hold it (one object can
+  // be reached twice), and those of them a Type step has already checked
+  // since they were first held.
+  std::unordered_map<PyObject*, int> held_;
+  std::unordered_set<PyObject*> held_typed_;
   std::unordered_set<PyObject*> dicts_;
   std::unordered_set<PyObject*> object_dicts_;
   // The type recorded for an object. Keyed by object and compared with the
@@ -281,6 +324,20 @@ class MemoRecorder {
   std::unordered_set<PyObject*> pinned_types_;  // type_of()'s types
   // The types asked of `watches_` so far, and whether it watches them.
   std::unordered_map<PyTypeObject*, bool> watched_types_;
+};
+
+// Holds a value read by MemoRecorder::held_field or held_tuple_item for as
+// long as its subtree records, then releases it.
+class HeldValue {
+ public:
+  HeldValue(MemoRecorder& recorder, PyObject* value) : recorder_(recorder), value_(value) {}
+  ~HeldValue() { recorder_.release_held(value_); }
+  HeldValue(const HeldValue&) = delete;
+  HeldValue& operator=(const HeldValue&) = delete;
+
+ private:
+  MemoRecorder& recorder_;
+  PyObject* value_;
 };
 
 class SubtreeMemo;

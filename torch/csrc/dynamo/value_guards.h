@@ -20,6 +20,7 @@ class TYPE_MATCH : public LeafGuard {
   bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(Py_TYPE(value)) == type_id_; }
   const char* kind() const override { return "TYPE_MATCH"; }
   void record(MemoRecorder& recorder, PyObject* value) override { recorder.type(value); }
+  bool records_on_held_value() const override { return true; }
   uintptr_t type_id() const { return type_id_; }
 
  private:
@@ -34,6 +35,7 @@ class ID_MATCH : public LeafGuard {
   const char* kind() const override { return "ID_MATCH"; }
   bool may_run_python() const override { return false; }
   bool decides_by_identity() const override { return true; }
+  bool records_on_held_value() const override { return true; }
   // An anchored value is the very object the validated dict holds.
   void record(MemoRecorder& recorder, PyObject* value) override { record_identity_of(this, recorder, value); }
 
@@ -58,6 +60,10 @@ class EQUALS_MATCH : public LeafGuard {
   const char* kind() const override { return "EQUALS_MATCH"; }
   // Immutable constants compare equal as long as the object is the same.
   void record(MemoRecorder& recorder, PyObject* value) override;
+  // An immutable constant is compared after an exact type check, by its
+  // bits: no __eq__ runs.
+  bool may_run_python() const override { return !compare_by_value_; }
+  bool records_on_held_value() const override { return compare_by_value_; }
 
  private:
   py::object expected_;
@@ -77,6 +83,7 @@ class SingletonGuard : public LeafGuard {
   // The verdict compares the value's address with a singleton's, which
   // lives as long as the interpreter.
   bool decides_by_identity() const override { return true; }
+  bool records_on_held_value() const override { return true; }
 
  private:
   Want want_;
