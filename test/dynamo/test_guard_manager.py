@@ -2160,16 +2160,19 @@ class SubtreeMemoTests(TestCase):
             self.assertIsNone(old_item(), "the replaced item is not kept alive past the check")
             self.assertFalse(check())
 
-    # An item of the tuple a memo is on (a function's __defaults__, which a
-    # log above walks): that tuple is matched by address only, so an item
-    # whose subtree compares only its address is a TupleItem step
-    # (MemoRecorder::tuple_item); an item of an anchored tuple is anchored.
+    # An item of a tuple matched by address only: the function's
+    # __defaults__ read from the log on `L['f']` as a held value
+    # (MemoRecorder::held), or the tuple a memo is on when a guard that runs
+    # Python keeps that read walked. An item whose subtree compares only its
+    # address is a TupleItem step (MemoRecorder::tuple_item); an item of an
+    # anchored tuple is anchored.
 
-    def defaults_tree(self, fn, reader: str, third=None) -> tuple[guards.RootGuardManager, object]:
+    def defaults_tree(self, fn, reader: str, third=None) -> tuple[guards.RootGuardManager, object, object]:
         """``fn.__defaults__`` (three items) read by ``reader``
         (``getitem_manager`` or ``tuple_getitem_manager``): item 0 is None,
         item 1 is True, item 2 is the object it was (``third`` replaces that
-        guard)."""
+        guard). Returns the root, the manager of ``L['f']`` (whose log reads
+        the tuple) and the tuple's manager."""
         root = guards.RootGuardManager()
         f = root.framelocals_manager(("f", 0), "L['f']", fn, PLAIN)
         defaults = f.func_defaults_manager("L['f'].__defaults__", fn.__defaults__, PLAIN)
@@ -2183,7 +2186,7 @@ class SubtreeMemoTests(TestCase):
         else:
             third(item)
         root.finalize()
-        return root, defaults
+        return root, f, defaults
 
     READERS = ("getitem_manager", "tuple_getitem_manager")
 
@@ -2195,9 +2198,9 @@ class SubtreeMemoTests(TestCase):
                 def fn(a=None, b=True, c=third):
                     return a, b, c
 
-                root, defaults = self.defaults_tree(fn, reader)
+                root, f, _ = self.defaults_tree(fn, reader)
                 self.assertTrue(root.check({"f": fn}))
-                kinds = defaults.memo_log_kinds()
+                kinds = f.memo_log_kinds()
                 self.assertEqual(kinds.get("TupleItem"), 3)
                 self.assertNotIn("Walk", kinds)
                 self.assertTrue(root.check({"f": fn}))
@@ -2246,11 +2249,11 @@ class SubtreeMemoTests(TestCase):
                 def fn(a=None, b=True, c=2.5):
                     return a, b, c
 
-                root, defaults = self.defaults_tree(
+                root, f, _ = self.defaults_tree(
                     fn, reader, third=lambda item: item.add_equals_match_guard(2.5, ["__defaults__[2] == 2.5"], None)
                 )
                 self.assertTrue(root.check({"f": fn}))
-                kinds = defaults.memo_log_kinds()
+                kinds = f.memo_log_kinds()
                 self.assertEqual((kinds.get("TupleItem"), kinds.get("Leaf"), kinds.get("Walk")), (3, 2, None), "the length check and the equality guard")
                 self.assertTrue(root.check({"f": fn}))
                 fn.__defaults__ = (None, True, float("2.5"))
@@ -2267,10 +2270,11 @@ class SubtreeMemoTests(TestCase):
                 def fn(a=None, b=True, c=2.5):
                     return a, b, c
 
-                root, defaults = self.defaults_tree(
+                root, f, defaults = self.defaults_tree(
                     fn, reader, third=lambda item: item.add_lambda_guard(lambda v: v == 2.5, ["__defaults__[2] == 2.5"], None)
                 )
                 self.assertTrue(root.check({"f": fn}))
+                self.assertEqual(f.memo_log_kinds().get("Walk"), 1, "the log on L['f'] walks the tuple")
                 kinds = defaults.memo_log_kinds()
                 self.assertEqual((kinds.get("TupleItem"), kinds.get("Walk")), (2, 1))
                 self.assertTrue(root.check({"f": fn}))
@@ -2345,7 +2349,7 @@ class HeldReadTests(TestCase):
 
     def closure_tree(self, outer) -> tuple[guards.RootGuardManager, object]:
         """On ``L['f']``: its cell's function has the recorded code, its
-        __defaults__ are (1, 'x') and its __name__ is 'inner'."""
+        __defaults__ are a tuple (1, 'x') and its __name__ is 'inner'."""
         inner = outer.__closure__[0].cell_contents
         root = guards.RootGuardManager()
         f = root.framelocals_manager(("f", 0), "L['f']", outer, PLAIN)
@@ -2357,6 +2361,8 @@ class HeldReadTests(TestCase):
         fn.add_type_match_guard(id_type(inner), ["type(G)"], None)
         fn.code_manager("G.__code__", inner.__code__, PLAIN).add_id_match_guard(id(inner.__code__), ["G.__code__"], None)
         defaults = fn.func_defaults_manager("G.__defaults__", inner.__defaults__, PLAIN)
+        defaults.add_type_match_guard(id_type(inner.__defaults__), ["type(G.__defaults__)"], None)
+        defaults.add_length_check_guard(2, ["len(G.__defaults__) == 2"], None)
         defaults.tuple_getitem_manager(0, "G.__defaults__[0]", 1, PLAIN).add_equals_match_guard(1, ["G.__defaults__[0] == 1"], None)
         defaults.tuple_getitem_manager(1, "G.__defaults__[1]", "x", PLAIN).add_equals_match_guard("x", ["G.__defaults__[1] == 'x'"], None)
         fn.getattr_manager("__name__", "G.__name__", "inner", PLAIN).add_equals_match_guard("inner", ["G.__name__ == 'inner'"], None)
@@ -2397,6 +2403,10 @@ class HeldReadTests(TestCase):
             lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__defaults__", (int("1"), "".join(["x"]))),
             True,
         )
+
+    def test_held_function_defaults_lengthened(self):
+        # Items 0 and 1 still match: only the length check fails.
+        self.assert_held(lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__defaults__", (1, "x", 2)), False)
 
     def test_held_function_defaults_removed(self):
         self.assert_held(lambda outer, rebind: setattr(outer.__closure__[0].cell_contents, "__defaults__", None), False)
@@ -2458,6 +2468,80 @@ class HeldReadTests(TestCase):
         self.assertTrue(root.check({"m": method}))
         other = types.MethodType(method.__func__, Holder())
         self.assertFalse(root.check({"m": other}))
+
+
+class HeldWrapperReadTests(TestCase):
+    """``prop.fget`` of an exact property and ``cm.__func__`` of an exact
+    classmethod, read from their slots and held: the function below is
+    re-checked on every call, and re-initializing the wrapper in place
+    (which no class tag sees) fails the check."""
+
+    @staticmethod
+    def getter(obj=None):
+        return obj
+
+    def wrapper_tree(self, wrapper, attr: str) -> tuple[guards.RootGuardManager, object]:
+        fn = getattr(wrapper, attr)
+        root = guards.RootGuardManager()
+        w = root.framelocals_manager(("w", 0), "L['w']", wrapper, PLAIN)
+        w.add_type_match_guard(id_type(wrapper), ["type(L['w'])"], None)
+        g = w.getattr_manager(attr, f"L['w'].{attr}", fn, PLAIN)
+        g.add_type_match_guard(id_type(fn), ["type(G)"], None)
+        g.code_manager("G.__code__", fn.__code__, PLAIN).add_id_match_guard(id(fn.__code__), ["G.__code__"], None)
+        g.getattr_manager("__name__", "G.__name__", fn.__name__, PLAIN).add_equals_match_guard(
+            fn.__name__, ["G.__name__"], None
+        )
+        root.finalize()
+        return root, w
+
+    def wrappers(self):
+        yield "property", property(self.getter), "fget"
+        yield "classmethod", classmethod(self.getter), "__func__"
+
+    def test_held_wrapper_reinitialized(self):
+        def other(obj=None):
+            return None
+
+        for kind, wrapper, attr in self.wrappers():
+            with self.subTest(kind=kind):
+                root, w = self.wrapper_tree(wrapper, attr)
+                self.assertTrue(root.check({"w": wrapper}))
+                self.assertNotIn("Walk", w.memo_log_kinds())
+                self.assertTrue(root.check({"w": wrapper}))
+                wrapper.__init__(other)
+                self.assertFalse(root.check({"w": wrapper}))
+                self.assertFalse(root.check_verbose({"w": wrapper}).result)
+
+    def test_held_wrapped_function_code_replaced(self):
+        def other(obj=None):
+            return None
+
+        for kind, wrapper, attr in self.wrappers():
+            with self.subTest(kind=kind):
+                fn = types.FunctionType(self.getter.__code__, globals(), "getter")
+                wrapper.__init__(fn)
+                root, _ = self.wrapper_tree(wrapper, attr)
+                self.assertTrue(root.check({"w": wrapper}))
+                self.assertTrue(root.check({"w": wrapper}))
+                fn.__code__ = other.__code__
+                self.assertFalse(root.check({"w": wrapper}))
+
+    def test_held_wrapper_subclass_reads_generically(self):
+        class Tracing(property):
+            reads = 0
+
+            def __getattribute__(self, name):
+                if name == "fget":
+                    Tracing.reads += 1
+                return super().__getattribute__(name)
+
+        wrapper = Tracing(self.getter)
+        root, w = self.wrapper_tree(wrapper, "fget")
+        self.assertTrue(root.check({"w": wrapper}))
+        self.assertTrue(root.check({"w": wrapper}))
+        before = Tracing.reads
+        self.assertTrue(root.check({"w": wrapper}))
+        self.assertEqual(Tracing.reads, before + 1, "a subclass's own lookup runs on every check")
 
 
 class GlobalStateTests(TestCase):

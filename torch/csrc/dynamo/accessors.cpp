@@ -1,5 +1,6 @@
 #include "torch/csrc/dynamo/accessors.h"
 
+#include "torch/csrc/dynamo/function_code_match.h"
 #include "torch/csrc/dynamo/py_ref.h"
 #include "torch/csrc/dynamo/python_compat.h"
 
@@ -376,6 +377,16 @@ std::string GenericGetAttrGuardAccessor::repr() const {
   return std::string(kKind) + "(" + key_str(key_) + ")";
 }
 
+// The slot of an exact classmethod or property (`type`) that holds the
+// function it calls (function_code_match.h); nullptr for anything else.
+static PyObject* const* wrapped_function_slot(PyObject* parent, PyTypeObject* type) {
+  if (!Py_IS_TYPE(parent, type)) {
+    return nullptr;
+  }
+  const Py_ssize_t offset = wrapped_function_offset(parent);
+  return offset < 0 ? nullptr : reinterpret_cast<PyObject* const*>(reinterpret_cast<char*>(parent) + offset);
+}
+
 static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
   using Field = GetAttrGuardAccessor::BuiltinField;
   static const std::pair<const char*, Field> kFields[] = {
@@ -389,6 +400,7 @@ static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
       {"cell_contents", Field::CellContents},
       {"__func__", Field::MethodFunction},
       {"__self__", Field::MethodSelf},
+      {"fget", Field::PropertyGetter},
   };
   for (const auto& [attr, field] : kFields) {
     if (PyUnicode_CompareWithASCIIString(name, attr) == 0) {
@@ -449,6 +461,16 @@ PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
       if (Py_IS_TYPE(parent, &PyMethod_Type)) {
         return Py_NewRef(PyMethod_GET_FUNCTION(parent));
       }
+      if (PyObject* const* slot = wrapped_function_slot(parent, &PyClassMethod_Type); slot != nullptr && *slot != nullptr) {
+        return Py_NewRef(*slot);
+      }
+      break;
+    case BuiltinField::PropertyGetter:
+      // An empty slot reads as None or raises, as its member says: the
+      // generic lookup below answers that.
+      if (PyObject* const* slot = wrapped_function_slot(parent, &PyProperty_Type); slot != nullptr && *slot != nullptr) {
+        return Py_NewRef(*slot);
+      }
       break;
     case BuiltinField::MethodSelf:
       if (Py_IS_TYPE(parent, &PyMethod_Type)) {
@@ -494,6 +516,12 @@ PyObject* const* GetAttrGuardAccessor::held_field(PyObject* parent) const {
     if (field_ == BuiltinField::MethodSelf) {
       return &method->im_self;
     }
+  }
+  if (field_ == BuiltinField::MethodFunction) {
+    return wrapped_function_slot(parent, &PyClassMethod_Type);
+  }
+  if (field_ == BuiltinField::PropertyGetter) {
+    return wrapped_function_slot(parent, &PyProperty_Type);
   }
   return nullptr;
 }

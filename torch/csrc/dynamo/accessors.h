@@ -276,12 +276,13 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
   PyObject* access(PyObject* parent) override;
   std::string repr() const override;
 
-  // The attributes of functions, cells and bound methods that Dynamo
-  // guards (`fn.__defaults__`, `cell.cell_contents`, ...), read from the
-  // object's own field when the parent is of that exact builtin type.
-  // Sound because none of these types can be subclassed or given new
-  // attributes, and each name is a data descriptor (getset or member) of
-  // the type, which an instance __dict__ cannot shadow: getattr would
+  // The attributes of functions, cells, bound methods, classmethods and
+  // properties that Dynamo guards (`fn.__defaults__`, `cell.cell_contents`,
+  // `prop.fget`, ...), read from the object's own field when the parent is
+  // of that exact builtin type (a subclass takes the generic lookup).
+  // Sound because these types' attributes cannot be replaced (immutable
+  // builtin types), and each name is a data descriptor (getset or member)
+  // of the type, which an instance __dict__ cannot shadow: getattr would
   // return that same field. Skipped: the "object.__getattr__" audit event
   // CPython raises for some of them, and generic attribute lookup.
   enum class BuiltinField : uint8_t {
@@ -294,8 +295,9 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
     FunctionName,
     FunctionQualname,
     CellContents,
-    MethodFunction,
+    MethodFunction,  // a bound method's, or a classmethod's
     MethodSelf,
+    PropertyGetter,
   };
 
  protected:

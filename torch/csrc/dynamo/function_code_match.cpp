@@ -37,17 +37,6 @@ PyMemberDef* wrapped_function_member(PyObject* wrapper) {
   return nullptr;
 }
 
-// Where an exact classmethod or property keeps the function it calls: the
-// offset of its published object member; -1 for any other object, or for a
-// member that is not a plain object slot.
-Py_ssize_t wrapped_function_offset(PyObject* wrapper) {
-  PyMemberDef* member = wrapped_function_member(wrapper);
-  if (member == nullptr || (member->type != T_OBJECT && member->type != T_OBJECT_EX)) {
-    return -1;
-  }
-  return member->offset;
-}
-
 // The object in the slot at `offset` of `wrapper` (borrowed; nullptr when
 // empty).
 PyObject* slot_at(PyObject* wrapper, Py_ssize_t offset) {
@@ -69,6 +58,14 @@ py::object weak_reference(PyObject* obj) {
 }
 
 }  // namespace
+
+Py_ssize_t wrapped_function_offset(PyObject* wrapper) {
+  PyMemberDef* member = wrapped_function_member(wrapper);
+  if (member == nullptr || (member->type != T_OBJECT && member->type != T_OBJECT_EX)) {
+    return -1;
+  }
+  return member->offset;
+}
 
 FUNCTION_CODE_MATCH::FUNCTION_CODE_MATCH(py::object attribute, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)) {

@@ -48,6 +48,11 @@
 
 namespace dynamo_guards {
 
+// Where an exact classmethod (`__func__`) or property (`fget`) keeps the
+// function it calls: the offset of that published object member; -1 for
+// any other object, or for a member that is not a plain object slot.
+Py_ssize_t wrapped_function_offset(PyObject* wrapper);
+
 class FUNCTION_CODE_MATCH : public LeafGuard {
  public:
   // `attribute`: a function, an exact classmethod wrapping one or an exact

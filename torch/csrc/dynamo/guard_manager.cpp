@@ -153,7 +153,7 @@ bool GuardManager::records_on_held_value(PyObject* value) const {
     return false;
   }
   for (const LeafGuardPtr& leaf : leaves_) {
-    if (!leaf->records_on_held_value()) {
+    if (!leaf->records_on_held_value(value)) {
       return false;
     }
   }

@@ -54,11 +54,11 @@ class LeafGuard {
   // (ID_MATCH): then it passes for an address exactly when it passed before.
   virtual bool decides_by_identity() const { return false; }
 
-  // Whether record() on a held value (MemoRecorder::held: alive, maybe
-  // another object at the recorded address) logs only what is sound there:
+  // Whether record() on `value`, held (MemoRecorder::held: alive, maybe
+  // another object at the recorded address), logs only what is sound there:
   // a Type step, or a Leaf step whose check runs no Python and reads the
-  // value only after checking its type, if at all.
-  virtual bool records_on_held_value() const { return false; }
+  // value only after its type is checked, if at all.
+  virtual bool records_on_held_value(PyObject* value) const { return false; }
 
   // The one evaluation entry point for managers: fast when ctx is null.
   bool run(PyObject* value, CheckContext* ctx) {

@@ -337,6 +337,13 @@ void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
   push({MemoStep::Kind::Leaf, value, guard, guard->may_run_python() ? 1u : 0u});
 }
 
+void MemoRecorder::python_free_leaf(LeafGuard* guard, PyObject* value) {
+  if (!reachable(value)) {
+    return;
+  }
+  push({MemoStep::Kind::Leaf, value, guard, 0});
+}
+
 void MemoRecorder::address_slot(PyObject** address, PyObject* value) {
   if (!reachable_unheld(value)) {
     return;

@@ -260,6 +260,10 @@ class MemoRecorder {
   // what no version pins (getattr, a dict subclass's own lookup).
   bool instance_lookup(PyObject* obj, AttrPath path);
   void leaf(LeafGuard* guard, PyObject* value);
+  // A Leaf step for a guard that may run Python in general but not on
+  // `value`, whose type a step just before has pinned (the caller vouches
+  // for both).
+  void python_free_leaf(LeafGuard* guard, PyObject* value);
   // A relation slot's record of `value` (a leaf that stores and never
   // fails), as a store into `address` instead of a call of the leaf.
   void address_slot(PyObject** address, PyObject* value);

@@ -138,6 +138,15 @@ bool LENGTH_CHECK::check(PyObject* value) {
   return n == length_;
 }
 
+void LENGTH_CHECK::record(MemoRecorder& recorder, PyObject* value) {
+  if (!has_own_length(value)) {
+    recorder.leaf(this, value);
+    return;
+  }
+  recorder.type(value);
+  recorder.python_free_leaf(this, value);
+}
+
 DICT_LENGTH::DICT_LENGTH(py::object length, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)), length_(checked_length(length, "length")) {}
 

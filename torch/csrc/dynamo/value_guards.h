@@ -6,6 +6,11 @@
 
 namespace dynamo_guards {
 
+// An exact tuple or list: len() reads its size field and runs no Python.
+inline bool has_own_length(PyObject* value) {
+  return PyTuple_CheckExact(value) || PyList_CheckExact(value);
+}
+
 // Records nothing when `value` is anchored (its identity is pinned by a
 // validated dict), else re-runs `guard`.
 void record_identity_of(LeafGuard* guard, MemoRecorder& recorder, PyObject* value);
@@ -20,7 +25,7 @@ class TYPE_MATCH : public LeafGuard {
   bool check(PyObject* value) override { return reinterpret_cast<uintptr_t>(Py_TYPE(value)) == type_id_; }
   const char* kind() const override { return "TYPE_MATCH"; }
   void record(MemoRecorder& recorder, PyObject* value) override { recorder.type(value); }
-  bool records_on_held_value() const override { return true; }
+  bool records_on_held_value(PyObject*) const override { return true; }
   uintptr_t type_id() const { return type_id_; }
 
  private:
@@ -35,7 +40,7 @@ class ID_MATCH : public LeafGuard {
   const char* kind() const override { return "ID_MATCH"; }
   bool may_run_python() const override { return false; }
   bool decides_by_identity() const override { return true; }
-  bool records_on_held_value() const override { return true; }
+  bool records_on_held_value(PyObject*) const override { return true; }
   // An anchored value is the very object the validated dict holds.
   void record(MemoRecorder& recorder, PyObject* value) override { record_identity_of(this, recorder, value); }
 
@@ -63,7 +68,7 @@ class EQUALS_MATCH : public LeafGuard {
   // An immutable constant is compared after an exact type check, by its
   // bits: no __eq__ runs.
   bool may_run_python() const override { return !compare_by_value_; }
-  bool records_on_held_value() const override { return compare_by_value_; }
+  bool records_on_held_value(PyObject*) const override { return compare_by_value_; }
 
  private:
   py::object expected_;
@@ -83,7 +88,7 @@ class SingletonGuard : public LeafGuard {
   // The verdict compares the value's address with a singleton's, which
   // lives as long as the interpreter.
   bool decides_by_identity() const override { return true; }
-  bool records_on_held_value() const override { return true; }
+  bool records_on_held_value(PyObject*) const override { return true; }
 
  private:
   Want want_;
@@ -112,6 +117,10 @@ class LENGTH_CHECK : public LeafGuard {
   LENGTH_CHECK(py::object length, py::object parts, py::object stack);
   bool check(PyObject* value) override;
   const char* kind() const override { return "LENGTH_CHECK"; }
+  // On an exact tuple or list the length is the object's own size field:
+  // a Type step pins that type first, and the Leaf step then runs no Python.
+  void record(MemoRecorder& recorder, PyObject* value) override;
+  bool records_on_held_value(PyObject* value) const override { return has_own_length(value); }
 
  private:
   Py_ssize_t length_;
