@@ -20,6 +20,12 @@ static PyObject* as_function(PyObject* obj) {  // borrowed in, borrowed out
   return PyFunction_Check(obj) ? obj : nullptr;
 }
 
+// The field `member` of `parent` when it is an exact function (whose
+// layout fixes it); nullptr for anything else.
+static PyObject* const* function_field(PyObject* parent, PyObject* PyFunctionObject::*member) {
+  return PyFunction_Check(parent) ? &(reinterpret_cast<PyFunctionObject*>(parent)->*member) : nullptr;
+}
+
 static PyObject* new_ref_or_none(PyObject* borrowed) {
   return Py_NewRef(borrowed != nullptr ? borrowed : Py_None);
 }
@@ -177,7 +183,7 @@ PyObject* FuncDefaultsGuardAccessor::access(PyObject* parent) {
   return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_DEFAULTS(fn));
 }
 PyObject* const* FuncDefaultsGuardAccessor::held_field(PyObject* parent) const {
-  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_defaults : nullptr;
+  return function_field(parent, &PyFunctionObject::func_defaults);
 }
 
 FuncKwDefaultsGuardAccessor::FuncKwDefaultsGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -187,7 +193,7 @@ PyObject* FuncKwDefaultsGuardAccessor::access(PyObject* parent) {
   return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_KW_DEFAULTS(fn));
 }
 PyObject* const* FuncKwDefaultsGuardAccessor::held_field(PyObject* parent) const {
-  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_kwdefaults : nullptr;
+  return function_field(parent, &PyFunctionObject::func_kwdefaults);
 }
 
 CodeGuardAccessor::CodeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -212,7 +218,7 @@ bool CodeGuardAccessor::record_identity_read(MemoRecorder& recorder, PyObject* p
   return recorder.field_identity(parent, &reinterpret_cast<PyFunctionObject*>(parent)->func_code, child);
 }
 PyObject* const* CodeGuardAccessor::held_field(PyObject* parent) const {
-  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_code : nullptr;
+  return function_field(parent, &PyFunctionObject::func_code);
 }
 
 ClosureGuardAccessor::ClosureGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -222,7 +228,7 @@ PyObject* ClosureGuardAccessor::access(PyObject* parent) {
   return fn == nullptr ? nullptr : new_ref_or_none(PyFunction_GET_CLOSURE(fn));
 }
 PyObject* const* ClosureGuardAccessor::held_field(PyObject* parent) const {
-  return PyFunction_Check(parent) ? &reinterpret_cast<PyFunctionObject*>(parent)->func_closure : nullptr;
+  return function_field(parent, &PyFunctionObject::func_closure);
 }
 
 TypeGuardAccessor::TypeGuardAccessor(py::object key, std::unique_ptr<GuardManager> c)
@@ -484,26 +490,23 @@ PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
 }
 PyObject* const* GetAttrGuardAccessor::held_field(PyObject* parent) const {
   // The fields access() reads directly, for the same exact types.
-  if (Py_IS_TYPE(parent, &PyFunction_Type)) {
-    auto* fn = reinterpret_cast<PyFunctionObject*>(parent);
-    switch (field_) {
-      case BuiltinField::FunctionDefaults:
-        return &fn->func_defaults;
-      case BuiltinField::FunctionKwDefaults:
-        return &fn->func_kwdefaults;
-      case BuiltinField::FunctionCode:
-        return &fn->func_code;
-      case BuiltinField::FunctionClosure:
-        return &fn->func_closure;
-      case BuiltinField::FunctionGlobals:
-        return &fn->func_globals;
-      case BuiltinField::FunctionName:
-        return &fn->func_name;
-      case BuiltinField::FunctionQualname:
-        return &fn->func_qualname;
-      default:
-        return nullptr;
-    }
+  switch (field_) {
+    case BuiltinField::FunctionDefaults:
+      return function_field(parent, &PyFunctionObject::func_defaults);
+    case BuiltinField::FunctionKwDefaults:
+      return function_field(parent, &PyFunctionObject::func_kwdefaults);
+    case BuiltinField::FunctionCode:
+      return function_field(parent, &PyFunctionObject::func_code);
+    case BuiltinField::FunctionClosure:
+      return function_field(parent, &PyFunctionObject::func_closure);
+    case BuiltinField::FunctionGlobals:
+      return function_field(parent, &PyFunctionObject::func_globals);
+    case BuiltinField::FunctionName:
+      return function_field(parent, &PyFunctionObject::func_name);
+    case BuiltinField::FunctionQualname:
+      return function_field(parent, &PyFunctionObject::func_qualname);
+    default:
+      break;
   }
   if (field_ == BuiltinField::CellContents && Py_IS_TYPE(parent, &PyCell_Type)) {
     return &reinterpret_cast<PyCellObject*>(parent)->ob_ref;

@@ -331,10 +331,11 @@ bool MemoRecorder::instance_lookup(PyObject* obj, AttrPath path) {
 }
 
 void MemoRecorder::leaf(LeafGuard* guard, PyObject* value) {
-  if (guard->may_run_python() ? !reachable_unheld(value) : !reachable(value)) {
+  const bool runs_python = guard->may_run_python();
+  if (runs_python ? !reachable_unheld(value) : !reachable(value)) {
     return;
   }
-  push({MemoStep::Kind::Leaf, value, guard, guard->may_run_python() ? 1u : 0u});
+  push({MemoStep::Kind::Leaf, value, guard, runs_python ? 1u : 0u});
 }
 
 void MemoRecorder::python_free_leaf(LeafGuard* guard, PyObject* value) {
