@@ -99,6 +99,7 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from guard_bench import neighbours
 from guard_bench.callgrind import CALLGRIND_BASELINE, build_callgrind_helper, count_instructions, run_callgrind
 from guard_bench.capture import ENGINES, FORK_DIRECT, CapturedFrame, EngineSession, engine_session, outputs_match, tree_size
 from guard_bench.models import (
@@ -371,6 +372,7 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
 
 def bench_one(spec: ModelSpec, bench: BenchConfig, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
+    cpu_before = neighbours.snapshot()
     result = bench_model(spec, bench)
     if args.callgrind:
         try:
@@ -381,6 +383,7 @@ def bench_one(spec: ModelSpec, bench: BenchConfig, args: argparse.Namespace) -> 
         except Exception as e:  # noqa: BLE001 - timings stand without the counts
             result["problems"].setdefault("callgrind", []).append(f"{type(e).__name__}: {e}")
     result["bench_seconds"] = time.perf_counter() - started
+    result["neighbour_cpus"] = neighbours.neighbour_cpus(cpu_before, neighbours.snapshot())
     return result
 
 

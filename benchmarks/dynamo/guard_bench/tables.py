@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from guard_bench.callgrind import CALLGRIND_BASELINE
 from guard_bench.capture import ENGINES, FORK_DIRECT
+from guard_bench.neighbours import BUSY_NEIGHBOURS_CPUS
 from guard_bench.timing import Stats
 
 NAN = float("nan")
@@ -100,7 +101,20 @@ def format_table(result: dict[str, Any], python: str) -> str:
     for name, problems in result["problems"].items():
         for problem in problems:
             lines.append(f"  ! {name}: {problem}")
+    lines.extend(neighbour_lines(result.get("neighbour_cpus")))
     return "\n".join(lines)
+
+
+def neighbour_lines(cpus: float | None) -> list[str]:
+    if cpus is None:
+        return []
+    lines = [f"  other processes kept {cpus:.2f} CPUs busy while this model ran (/proc/stat)"]
+    if cpus > BUSY_NEIGHBOURS_CPUS:
+        lines.append(
+            "  ! other work ran beside this benchmark: it slows the engines unequally (most: stock's default,"
+            " whose check outgrows a core's L2); docs/benchmarks.md, \"Stock's default beside other work\""
+        )
+    return lines
 
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
