@@ -630,6 +630,47 @@ class ManagerTests(TestCase):
         other = types.MethodType(make_fn(), Pair)
         fails_after(lambda: value.__setitem__("m", other), lambda: value.__setitem__("m", method))
 
+    def test_getattr_empty_builtin_fields_read_as_getattr_does(self):
+        # An empty field reads as None (no defaults, no closure, a property
+        # without a getter) or raises (an empty cell), as getattr does.
+        def bare(a):
+            return a
+
+        def make_cell():
+            if False:
+                captured = None
+
+            def inner():
+                return captured
+
+            return inner.__closure__[0]
+
+        prop = property()
+        cell = make_cell()
+        value = {"fn": bare, "prop": prop, "cell": cell}
+        root = guards.RootGuardManager()
+
+        def attr(local, name):
+            mgr = root.framelocals_manager((local, 0), f"L[{local!r}]", value[local], PLAIN)
+            return mgr.getattr_manager(name, f"L[{local!r}].{name}", getattr(value[local], name, None), PLAIN)
+
+        for name in ("__defaults__", "__kwdefaults__", "__closure__"):
+            attr("fn", name).add_none_match_guard([f"fn.{name} is None"], None)
+        attr("prop", "fget").add_none_match_guard(["prop.fget is None"], None)
+        self.assertTrue(root.check(value))
+        bare.__defaults__ = (1,)
+        self.assertFalse(root.check(value))
+        bare.__defaults__ = None
+        self.assertTrue(root.check(value))
+
+        empty = guards.RootGuardManager()
+        empty.framelocals_manager(("cell", 0), "L['cell']", cell, PLAIN).getattr_manager(
+            "cell_contents", "L['cell'].cell_contents", None, PLAIN
+        ).add_none_match_guard(["cell_contents is None"], None)
+        self.assertFalse(empty.check(value))
+        cell.cell_contents = None
+        self.assertTrue(empty.check(value))
+
     def test_getattr_builtin_field_names_on_other_objects_use_getattr(self):
         # The same names on an object of another type are ordinary attributes.
         holder = types.SimpleNamespace(__defaults__=(3,), cell_contents=1, __self__=Pair)

@@ -420,76 +420,21 @@ GetAttrGuardAccessor::GetAttrGuardAccessor(py::object key, std::unique_ptr<Guard
     : InstanceAttrAccessor(interned_name(key, "attr"), std::move(c)), field_(builtin_field(key_.ptr())) {}
 
 PyObject* GetAttrGuardAccessor::access(PyObject* parent) {
-  const bool function = Py_IS_TYPE(parent, &PyFunction_Type);
-  switch (field_) {
-    case BuiltinField::FunctionDefaults:
-      if (function) {
-        return new_ref_or_none(PyFunction_GET_DEFAULTS(parent));
-      }
-      break;
-    case BuiltinField::FunctionKwDefaults:
-      if (function) {
-        return new_ref_or_none(PyFunction_GET_KW_DEFAULTS(parent));
-      }
-      break;
-    case BuiltinField::FunctionCode:
-      if (function) {
-        return Py_NewRef(PyFunction_GET_CODE(parent));
-      }
-      break;
-    case BuiltinField::FunctionClosure:
-      if (function) {
-        return new_ref_or_none(PyFunction_GET_CLOSURE(parent));
-      }
-      break;
-    case BuiltinField::FunctionGlobals:
-      if (function) {
-        return Py_NewRef(PyFunction_GET_GLOBALS(parent));
-      }
-      break;
-    case BuiltinField::FunctionName:
-      if (function) {
-        return Py_NewRef(reinterpret_cast<PyFunctionObject*>(parent)->func_name);
-      }
-      break;
-    case BuiltinField::FunctionQualname:
-      if (function) {
-        return Py_NewRef(reinterpret_cast<PyFunctionObject*>(parent)->func_qualname);
-      }
-      break;
-    case BuiltinField::CellContents:
-      if (Py_IS_TYPE(parent, &PyCell_Type)) {
-        // An empty cell: getattr raises ValueError, and the guard fails.
-        return Py_XNewRef(PyCell_GET(parent));
-      }
-      break;
-    case BuiltinField::MethodFunction:
-      if (Py_IS_TYPE(parent, &PyMethod_Type)) {
-        return Py_NewRef(PyMethod_GET_FUNCTION(parent));
-      }
-      if (PyObject* const* slot = wrapped_function_slot(parent, &PyClassMethod_Type); slot != nullptr && *slot != nullptr) {
-        return Py_NewRef(*slot);
-      }
-      break;
-    case BuiltinField::PropertyGetter:
-      // An empty slot reads as None or raises, as its member says: the
-      // generic lookup below answers that.
-      if (PyObject* const* slot = wrapped_function_slot(parent, &PyProperty_Type); slot != nullptr && *slot != nullptr) {
-        return Py_NewRef(*slot);
-      }
-      break;
-    case BuiltinField::MethodSelf:
-      if (Py_IS_TYPE(parent, &PyMethod_Type)) {
-        return Py_NewRef(PyMethod_GET_SELF(parent));
-      }
-      break;
-    case BuiltinField::None:
-      break;
+  // A builtin field is read where held_field finds it. An empty one (a
+  // function without defaults, an empty cell, a property without a getter)
+  // reads as None or raises, as its descriptor says: the generic lookup
+  // answers that, as it answers every other attribute and type.
+  if (field_ != BuiltinField::None) {
+    if (PyObject* const* slot = GetAttrGuardAccessor::held_field(parent); slot != nullptr && *slot != nullptr) {
+      return Py_NewRef(*slot);
+    }
   }
   return PyObject_GetAttr(parent, key_.ptr());
 }
+
 PyObject* const* GetAttrGuardAccessor::held_field(PyObject* parent) const {
-  // The fields access() reads directly, for the same exact types.
+  // The one table of which field each attribute reads on which exact type;
+  // access() reads through it.
   switch (field_) {
     case BuiltinField::FunctionDefaults:
       return function_field(parent, &PyFunctionObject::func_defaults);

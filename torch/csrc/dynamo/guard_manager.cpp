@@ -383,7 +383,11 @@ PyObject* GuardAccessor::held_child(PyObject* parent) const {
 }
 
 bool GuardAccessor::record_held_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
-  if (held_child(parent) != child || !child_->records_on_held_value(child)) {
+  // Under a held parent, the held read that began the chain has already
+  // found this subtree eligible on these very values (no Python code has
+  // run since: none may while a value is held), so it is not asked again
+  // at every level of the chain.
+  if (held_child(parent) != child || (!recorder.held(parent) && !child_->records_on_held_value(child))) {
     return false;
   }
   if (PyObject* const* field = held_field(parent)) {
