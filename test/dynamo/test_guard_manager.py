@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import collections
+import enum
 import gc
 import re
 import sys
@@ -2583,6 +2584,219 @@ class HeldWrapperReadTests(TestCase):
         before = Tracing.reads
         self.assertTrue(root.check({"w": wrapper}))
         self.assertEqual(Tracing.reads, before + 1, "a subclass's own lookup runs on every check")
+
+
+class ClassAttributeReadTests(TestCase):
+    """A class's own attributes read through type's lookup (``cls.flag``, a
+    method, an enum member, ``cls.__name__``), pinned by a watch on the class
+    (3.12 on) and its metaclass's tag instead of a getattr on every check;
+    and ``obj.__class__`` through object's getset, pinned as ``type(obj)``.
+    Every change that makes getattr answer otherwise fails the check. On
+    3.11, with no type watchers, a class read straight from a frame is
+    walked."""
+
+    def class_tree(self, cls: type, names: list[str]) -> tuple[guards.RootGuardManager, Any]:
+        root = guards.RootGuardManager()
+        c = root.framelocals_manager(("c", 0), "L['c']", cls, PLAIN)
+        c.add_id_match_guard(id(cls), ["L['c']"], None)
+        for name in names:
+            value = getattr(cls, name)
+            m = c.getattr_manager(name, f"L['c'].{name}", value, PLAIN)
+            if isinstance(value, str):
+                m.add_equals_match_guard(value, [f"L['c'].{name} == {value!r}"], None)
+            else:
+                m.add_id_match_guard(id(value), [f"L['c'].{name}"], None)
+        root.finalize()
+        return root, c
+
+    def assert_not_walked_where_watched(self, mgr: Any) -> None:
+        self.assertTrue(mgr.is_memoized())
+        if guards.watchers()["type_watcher"]:
+            self.assertNotIn("Walk", mgr.memo_log_kinds())
+
+    def fails_until_restored(self, root: Any, value: dict, mutate, restore) -> None:
+        mutate()
+        try:
+            self.assertFalse(root.check(value))
+        finally:
+            restore()
+        self.assertTrue(root.check(value))
+
+    def test_class_value_shadowed_along_the_mro(self):
+        class Base:
+            flag = False
+
+        class Mid(Base):
+            pass
+
+        class Leaf(Mid):
+            label = "x"
+
+            def method(self):
+                return 1
+
+        def other(self):
+            return 2
+
+        root, c = self.class_tree(Leaf, ["flag", "method", "label"])
+        value = {"c": Leaf}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.assert_not_walked_where_watched(c)
+        self.fails_until_restored(root, value, lambda: setattr(Leaf, "flag", True), lambda: delattr(Leaf, "flag"))
+        self.fails_until_restored(root, value, lambda: setattr(Mid, "flag", True), lambda: delattr(Mid, "flag"))
+        self.fails_until_restored(root, value, lambda: setattr(Base, "flag", True), lambda: setattr(Base, "flag", False))
+        method = Leaf.method
+        self.fails_until_restored(root, value, lambda: setattr(Leaf, "method", other), lambda: setattr(Leaf, "method", method))
+        self.fails_until_restored(root, value, lambda: setattr(Leaf, "label", "y"), lambda: setattr(Leaf, "label", "x"))
+        # The same objects by another route: getattr answers alike.
+        Mid.flag = False
+        self.assertTrue(root.check(value))
+        del Mid.flag
+        self.assertTrue(root.check(value))
+
+    def test_class_name_and_qualname_assigned(self):
+        class Named:
+            pass
+
+        name, qualname = Named.__name__, Named.__qualname__
+        root, c = self.class_tree(Named, ["__name__", "__qualname__"])
+        value = {"c": Named}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.assert_not_walked_where_watched(c)
+        self.fails_until_restored(root, value, lambda: setattr(Named, "__name__", "Other"), lambda: setattr(Named, "__name__", name))
+        self.fails_until_restored(
+            root, value, lambda: setattr(Named, "__qualname__", "Other"), lambda: setattr(Named, "__qualname__", qualname)
+        )
+
+    def test_class_name_read_through_a_closure(self):
+        # The class is a held value here (a closure's cell): its name field
+        # is then read by a walk, with the same verdicts.
+        def make(name):
+            cls = type(name, (), {})
+
+            def f():
+                return cls
+
+            return f, cls
+
+        f, Inner = make("Inner")
+        _, twin = make("Inner")
+        root = guards.RootGuardManager()
+        fn = root.framelocals_manager(("f", 0), "L['f']", f, PLAIN)
+        cell = fn.closure_manager("L['f'].__closure__", f.__closure__, PLAIN).tuple_getitem_manager(
+            0, "L['f'].__closure__[0]", f.__closure__[0], PLAIN
+        )
+        held = cell.getattr_manager("cell_contents", "C", Inner, PLAIN)
+        held.add_type_match_guard(id_type(Inner), ["type(C)"], None)
+        held.getattr_manager("__name__", "C.__name__", "Inner", PLAIN).add_equals_match_guard(
+            "Inner", ["C.__name__ == 'Inner'"], None
+        )
+        root.finalize()
+        value = {"f": f}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.fails_until_restored(root, value, lambda: setattr(Inner, "__name__", "Other"), lambda: setattr(Inner, "__name__", "Inner"))
+        f.__closure__[0].cell_contents = twin
+        self.assertTrue(root.check(value))
+        twin.__name__ = "Twin"
+        self.assertFalse(root.check(value))
+
+    def test_metaclass_descriptor_or_getattribute_added(self):
+        class Meta(type):
+            pass
+
+        class Configured(metaclass=Meta):
+            flag = False
+
+        root, c = self.class_tree(Configured, ["flag"])
+        value = {"c": Configured}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.assert_not_walked_where_watched(c)
+        self.fails_until_restored(
+            root, value, lambda: setattr(Meta, "flag", property(lambda cls: True)), lambda: delattr(Meta, "flag")
+        )
+
+        def getattribute(cls, name):
+            return True if name == "flag" else type.__getattribute__(cls, name)
+
+        self.fails_until_restored(
+            root, value, lambda: setattr(Meta, "__getattribute__", getattribute), lambda: delattr(Meta, "__getattribute__")
+        )
+
+    def test_enum_member_rebound_or_given_get(self):
+        class Action(enum.Enum):
+            NONE = 0
+            RAISE = 1
+
+        root, c = self.class_tree(Action, ["NONE", "RAISE"])
+        value = {"c": Action}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        if sys.version_info >= (3, 12):  # 3.11's EnumType has its own __getattr__: walked
+            self.assert_not_walked_where_watched(c)
+        member = Action.NONE
+        self.fails_until_restored(
+            root,
+            value,
+            lambda: type.__setattr__(Action, "NONE", Action.RAISE),
+            lambda: type.__setattr__(Action, "NONE", member),
+        )
+        self.fails_until_restored(
+            root, value, lambda: setattr(Action, "__get__", lambda self, obj, cls: 5), lambda: delattr(Action, "__get__")
+        )
+
+    def test_class_of_object_reassigned_or_looked_up_otherwise(self):
+        class A:
+            pass
+
+        class B:
+            pass
+
+        obj = A()
+        root = guards.RootGuardManager()
+        o = root.framelocals_manager(("o", 0), "L['o']", obj, PLAIN)
+        cls = o.getattr_manager("__class__", "L['o'].__class__", A, PLAIN)
+        cls.add_id_match_guard(id(A), ["L['o'].__class__"], None)
+        cls.getattr_manager("__name__", "L['o'].__class__.__name__", "A", PLAIN).add_equals_match_guard(
+            "A", ["L['o'].__class__.__name__ == 'A'"], None
+        )
+        root.finalize()
+        value = {"o": obj}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        # type(obj) is pinned by its tag or watch on every interpreter.
+        self.assertNotIn("Walk", o.memo_log_kinds())
+        self.fails_until_restored(root, value, lambda: setattr(obj, "__class__", B), lambda: setattr(obj, "__class__", A))
+
+        def getattribute(self, name):
+            return B if name == "__class__" else object.__getattribute__(self, name)
+
+        self.fails_until_restored(
+            root, value, lambda: setattr(A, "__getattribute__", getattribute), lambda: delattr(A, "__getattribute__")
+        )
+        self.fails_until_restored(root, value, lambda: setattr(A, "__name__", "Z"), lambda: setattr(A, "__name__", "A"))
+
+    def test_module_class_reassigned(self):
+        class Scaled(torch.nn.Linear):
+            pass
+
+        mod = torch.nn.Linear(2, 2)
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", mod, PLAIN)
+        m.nn_module_attr_manager("__class__", "L['m'].__class__", torch.nn.Linear, PLAIN, mod).add_id_match_guard(
+            id(torch.nn.Linear), ["L['m'].__class__"], None
+        )
+        root.finalize()
+        value = {"m": mod}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.assertNotIn("Walk", m.memo_log_kinds())
+        self.fails_until_restored(
+            root, value, lambda: setattr(mod, "__class__", Scaled), lambda: setattr(mod, "__class__", torch.nn.Linear)
+        )
 
 
 class GlobalStateTests(TestCase):

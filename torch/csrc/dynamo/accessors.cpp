@@ -383,6 +383,15 @@ std::string GenericGetAttrGuardAccessor::repr() const {
   return std::string(kKind) + "(" + key_str(key_) + ")";
 }
 
+// A name field of a heap type whose metaclass is exactly `type`; nullptr
+// for anything else.
+static PyObject* const* heap_type_field(PyObject* parent, PyObject* PyHeapTypeObject::*member) {
+  if (!Py_IS_TYPE(parent, &PyType_Type) || !PyType_HasFeature(reinterpret_cast<PyTypeObject*>(parent), Py_TPFLAGS_HEAPTYPE)) {
+    return nullptr;
+  }
+  return &(reinterpret_cast<PyHeapTypeObject*>(parent)->*member);
+}
+
 // The slot of an exact classmethod or property (`type`) that holds the
 // function it calls (function_code_match.h); nullptr for anything else.
 static PyObject* const* wrapped_function_slot(PyObject* parent, PyTypeObject* type) {
@@ -401,8 +410,8 @@ static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
       {"__code__", Field::FunctionCode},
       {"__closure__", Field::FunctionClosure},
       {"__globals__", Field::FunctionGlobals},
-      {"__name__", Field::FunctionName},
-      {"__qualname__", Field::FunctionQualname},
+      {"__name__", Field::Name},
+      {"__qualname__", Field::Qualname},
       {"cell_contents", Field::CellContents},
       {"__func__", Field::MethodFunction},
       {"__self__", Field::MethodSelf},
@@ -446,9 +455,15 @@ PyObject* const* GetAttrGuardAccessor::held_field(PyObject* parent) const {
       return function_field(parent, &PyFunctionObject::func_closure);
     case BuiltinField::FunctionGlobals:
       return function_field(parent, &PyFunctionObject::func_globals);
-    case BuiltinField::FunctionName:
+    case BuiltinField::Name:
+      if (PyObject* const* slot = heap_type_field(parent, &PyHeapTypeObject::ht_name)) {
+        return slot;
+      }
       return function_field(parent, &PyFunctionObject::func_name);
-    case BuiltinField::FunctionQualname:
+    case BuiltinField::Qualname:
+      if (PyObject* const* slot = heap_type_field(parent, &PyHeapTypeObject::ht_qualname)) {
+        return slot;
+      }
       return function_field(parent, &PyFunctionObject::func_qualname);
     default:
       break;

@@ -235,7 +235,10 @@ class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAcce
 // Supplies the memo hooks of the two getattr accessors: a read the instance
 // __dict__ answered is pinned by the class tag and that dict; a read a
 // class attribute answered with a plain value (class_value_answers), by
-// the class tag and the instance __dict__ lacking the name.
+// the class tag and the instance __dict__ lacking the name; `__class__`
+// through object's getset (class_of_answers), as type(parent) is; a class's
+// own attribute (type_attribute_answers), by the metaclass's tag and the
+// class's own state (MemoRecorder::type_state).
 template <typename Derived>
 class InstanceAttrAccessor : public KeyedAccessor<Derived> {
  public:
@@ -251,6 +254,13 @@ class InstanceAttrAccessor : public KeyedAccessor<Derived> {
       if (_PyObject_GetDictPtr(parent) != nullptr) {
         recorder.object_dict(parent);
       }
+    } else if (class_of_answers(parent, name, child, Derived::kReadsGenerically)) {
+      return recorder.type_of(parent);  // anchors the class
+    } else if (!Derived::kReadsGenerically && type_attribute_answers(parent, name, child)) {
+      if (!recorder.type_state(parent)) {
+        return false;
+      }
+      recorder.type_tag(parent);  // the metaclass
     } else {
       return false;
     }
@@ -284,7 +294,12 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
   // builtin types), and each name is a data descriptor (getset or member)
   // of the type, which an instance __dict__ cannot shadow: getattr would
   // return that same field. Skipped: the "object.__getattr__" audit event
-  // CPython raises for some of them, and generic attribute lookup.
+  // CPython raises for some of them, and generic attribute lookup. The
+  // same holds for `cls.__name__` and `cls.__qualname__` of a heap type
+  // whose metaclass is exactly `type` (type's getsets return its ht_name
+  // and ht_qualname fields; such a class's `__class__` cannot be
+  // assigned), fields that only heap types have
+  // (field_fixed_by_exact_type).
   enum class BuiltinField : uint8_t {
     None,
     FunctionDefaults,
@@ -292,8 +307,8 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
     FunctionCode,
     FunctionClosure,
     FunctionGlobals,
-    FunctionName,
-    FunctionQualname,
+    Name,  // a function's, or a heap type's
+    Qualname,  // likewise
     CellContents,
     MethodFunction,  // a bound method's, or a classmethod's
     MethodSelf,
@@ -302,6 +317,7 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
 
  protected:
   PyObject* const* held_field(PyObject* parent) const override;
+  bool field_fixed_by_exact_type(PyObject* parent) const override { return !PyType_Check(parent); }
 
  private:
   BuiltinField field_;

@@ -13,8 +13,10 @@ struct ModuleFacts {
   PyObject* module_getattr = nullptr;     // nn.Module.__getattr__ (strong)
   getattrofunc module_getattro = nullptr;  // the getattr slot of classes defining __getattr__
   PyObject* object_getattribute = nullptr;  // object.__getattribute__ (borrowed from object's dict)
+  PyObject* object_class = nullptr;  // object.__class__, a getset (borrowed from object's dict)
   PyObject* getattr_name = nullptr;
   PyObject* getattribute_name = nullptr;
+  PyObject* class_name = nullptr;  // "__class__"
 };
 
 // Read once; torch.nn.Module and object live for the whole process.
@@ -24,6 +26,8 @@ const ModuleFacts& module_facts() {
     f.getattr_name = PyUnicode_InternFromString("__getattr__");
     f.getattribute_name = PyUnicode_InternFromString("__getattribute__");
     f.object_getattribute = PyDict_GetItemWithError(type_dict(&PyBaseObject_Type), f.getattribute_name);
+    f.class_name = PyUnicode_InternFromString("__class__");
+    f.object_class = PyDict_GetItemWithError(type_dict(&PyBaseObject_Type), f.class_name);
     PyObject* nn = PyImport_ImportModule("torch.nn");
     PyObject* module_type = nn != nullptr ? PyObject_GetAttrString(nn, "Module") : nullptr;
     if (module_type != nullptr && PyType_Check(module_type)) {
@@ -228,6 +232,55 @@ bool class_value_answers(PyObject* obj, PyObject* name, PyObject* value, bool ge
     PyErr_Clear();
   }
   return contains == 0;
+}
+
+bool class_of_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read) {
+  const ModuleFacts& facts = module_facts();
+  PyTypeObject* type = Py_TYPE(obj);
+  if (value != reinterpret_cast<PyObject*>(type) || name != facts.class_name || facts.object_class == nullptr) {
+    return false;
+  }
+  // The lookup reaches the class's data descriptors before anything else
+  // it could run: object.__getattribute__ itself, or the slot of a class
+  // defining __getattr__ whose __getattribute__ is object's (its
+  // __getattr__ runs only on AttributeError, which the getset never
+  // raises).
+  const bool objects_lookup = generic_read || type->tp_getattro == PyObject_GenericGetAttr ||
+      (facts.module_getattro != nullptr && type->tp_getattro == facts.module_getattro &&
+       _PyType_Lookup(type, facts.getattribute_name) == facts.object_getattribute);
+  return objects_lookup && _PyType_Lookup(type, name) == facts.object_class;
+}
+
+bool type_attribute_answers(PyObject* cls, PyObject* name, PyObject* value) {
+  if (!PyType_Check(cls)) {
+    return false;
+  }
+  auto* type = reinterpret_cast<PyTypeObject*>(cls);
+  PyTypeObject* meta = Py_TYPE(cls);
+  if (meta->tp_getattro != PyType_Type.tp_getattro) {
+    return false;  // a metaclass's own __getattribute__ or __getattr__
+  }
+  // type's lookup: a data descriptor of the metaclass first. Those are
+  // left to the caller's other paths: 3.13 reports no PyType_Modified when
+  // one of them is set (`cls.__name__ = ...`), so the class's state does
+  // not pin what they return.
+  PyObject* meta_attribute = _PyType_Lookup(meta, name);
+  if (meta_attribute != nullptr && Py_TYPE(meta_attribute)->tp_descr_set != nullptr) {
+    return false;
+  }
+  // Then the class's own MRO, through the attribute's __get__ if its type
+  // has one (nullptr: the metaclass's attribute or __getattr__ answers).
+  if (_PyType_Lookup(type, name) != value) {
+    return false;
+  }
+  PyTypeObject* value_type = Py_TYPE(value);
+  if (value_type == &PyFunction_Type) {
+    return true;  // a function's __get__ without an instance returns the function
+  }
+  // No __get__, and none can be added unseen: an immutable type, or the
+  // class itself (an enum's members), whose state the caller pins.
+  return value_type->tp_descr_get == nullptr &&
+      (PyType_HasFeature(value_type, Py_TPFLAGS_IMMUTABLETYPE) || value_type == type);
 }
 
 bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read) {

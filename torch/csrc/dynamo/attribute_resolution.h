@@ -106,6 +106,26 @@ bool instance_dict_answers(PyObject* obj, PyObject* name, PyObject* value, bool 
 // and the instance __dict__'s contents.
 bool class_value_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
 
+// True when `obj.name` is `obj.__class__` answered by object's own getset,
+// which returns type(obj): `name` is "__class__", `value` is type(obj), the
+// lookup reaches the class's data descriptors first (object's
+// __getattribute__, with or without a __getattr__ after it; always with
+// `generic_read`) and the MRO's first `__class__` is object's. All of that
+// is decided by type(obj)'s state: such a read is pinned as type(obj) is
+// (MemoRecorder::type_of).
+bool class_of_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
+
+// True when `cls.name` is `value` by type's own lookup on the class `cls`:
+// the metaclass's getattr slot is type's, it has no data descriptor `name`,
+// and the first `name` along cls's MRO is `value` itself, returned unbound:
+// a function (whose __get__ without an instance returns it) or an object
+// whose type has no __get__ and is immutable or `cls` itself. Sound while
+// the metaclass's tag (its data descriptors, its getattr slot) and cls's
+// own state (its MRO's dicts, its __get__) are pinned; `value` is then held
+// by cls. (A heap type's `__name__` and `__qualname__`, which the
+// metaclass's descriptors answer, are fields: GetAttrGuardAccessor.)
+bool type_attribute_answers(PyObject* cls, PyObject* name, PyObject* value);
+
 // Whether Python's lookup of `name` on instances of `type` consults the
 // instance __dict__ before any class attribute: the generic lookup (the
 // getattr slot is object's, or a Python class's whose __getattribute__ is

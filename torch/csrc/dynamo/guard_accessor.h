@@ -64,8 +64,9 @@ class GuardAccessor {
   // False, logging nothing, otherwise.
   bool record_held_read(MemoRecorder& recorder, PyObject* parent, PyObject* child);
   // The child a held read of `parent` would find (borrowed), or nullptr
-  // when this accessor has no such read of it.
-  PyObject* held_child(PyObject* parent) const;
+  // when this accessor has no such read of it; `parent_held`: `parent` is
+  // itself a held value.
+  PyObject* held_child(PyObject* parent, bool parent_held) const;
 
   // Reads the child value and evaluates its manager.
   bool check(PyObject* parent, CheckContext* ctx);
@@ -85,6 +86,12 @@ class GuardAccessor {
   // builtin type whose layout fixes that field and whose attribute cannot
   // be shadowed or overridden; else nullptr.
   virtual PyObject* const* held_field(PyObject* parent) const { return nullptr; }
+  // Whether `parent`'s exact type alone fixes where held_field lies, so
+  // that the field may be read from a held parent (perhaps another object
+  // at the recorded address, of the type a Type step checked). False where
+  // the object decides too (the name fields only heap types have): such a
+  // field is read only from a parent that is not held.
+  virtual bool field_fixed_by_exact_type(PyObject* parent) const { return true; }
   // The item access() returns when `parent` is an exact tuple, as an index
   // within it; -1 otherwise.
   virtual Py_ssize_t held_tuple_index(PyObject* parent) const { return -1; }

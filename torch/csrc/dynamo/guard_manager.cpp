@@ -158,7 +158,7 @@ bool GuardManager::records_on_held_value(PyObject* value) const {
     }
   }
   for (const auto& accessor : accessors_) {
-    PyObject* child = accessor->held_child(value);
+    PyObject* child = accessor->held_child(value, true);
     if (child == nullptr || !accessor->child()->records_on_held_value(child)) {
       return false;
     }
@@ -374,9 +374,9 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
   return child_->check(child_value.get(), ctx);
 }
 
-PyObject* GuardAccessor::held_child(PyObject* parent) const {
+PyObject* GuardAccessor::held_child(PyObject* parent, bool parent_held) const {
   if (PyObject* const* field = held_field(parent)) {
-    return *field;
+    return parent_held && !field_fixed_by_exact_type(parent) ? nullptr : *field;
   }
   const Py_ssize_t index = held_tuple_index(parent);
   return index >= 0 ? PyTuple_GET_ITEM(parent, index) : nullptr;
@@ -387,7 +387,8 @@ bool GuardAccessor::record_held_read(MemoRecorder& recorder, PyObject* parent, P
   // found this subtree eligible on these very values (no Python code has
   // run since: none may while a value is held), so it is not asked again
   // at every level of the chain.
-  if (held_child(parent) != child || (!recorder.held(parent) && !child_->records_on_held_value(child))) {
+  const bool parent_held = recorder.held(parent);
+  if (held_child(parent, parent_held) != child || (!parent_held && !child_->records_on_held_value(child))) {
     return false;
   }
   if (PyObject* const* field = held_field(parent)) {

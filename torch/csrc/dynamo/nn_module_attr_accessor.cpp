@@ -52,6 +52,9 @@ PyObject* NNModuleAttrGuardAccessor::access(PyObject* parent) {
 }
 
 bool NNModuleAttrGuardAccessor::record(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  if (class_of_answers(parent, key_.ptr(), child)) {
+    return recorder.type_of(parent);  // `__class__`: pinned as type(parent), which it anchors
+  }
   const AttrPlan& plan = plan_.get(Py_TYPE(parent), key_.ptr());
   PyObject* d = instance_dict(parent);
   bool from_instance_dict = d != nullptr && PyDict_Check(d) && PyDict_GetItemWithError(d, key_.ptr()) == child;

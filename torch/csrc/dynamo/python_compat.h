@@ -63,6 +63,19 @@ inline unsigned int type_version_tag(PyTypeObject* type) {
 #endif
 }
 
+// The type's valid version tag, assigning one first if it has none (the
+// type was not looked up through the type cache since its last change);
+// 0 where none can be assigned. Before 3.12 there is no public way to
+// assign one short of a lookup; the engine watches no types there.
+inline unsigned int assigned_type_version_tag(PyTypeObject* type) {
+#if PY_VERSION_HEX >= 0x030C0000
+  if (type_version_tag(type) == 0) {
+    PyUnstable_Type_AssignVersionTag(type);
+  }
+#endif
+  return type_version_tag(type);
+}
+
 // The interpreter-wide dict version counter, read by making an empty dict
 // (one allocation from the dict free list): every dict created or changed
 // anywhere (any thread) draws the next version. Readings are counted, since

@@ -284,6 +284,29 @@ bool MemoRecorder::type_of(PyObject* obj) {
   return true;
 }
 
+bool MemoRecorder::type_state(PyObject* type) {
+  if (!PyType_Check(type) || !reachable_unheld(type)) {
+    return false;
+  }
+  if (type_state_pinned(type)) {
+    return true;
+  }
+  auto* t = reinterpret_cast<PyTypeObject*>(type);
+  const unsigned int tag = assigned_type_version_tag(t);
+  if (tag == 0) {
+    return false;
+  }
+  auto known = watched_types_.find(t);
+  if (known == watched_types_.end()) {
+    known = watched_types_.emplace(t, watches_ != nullptr && watches_->watch_type(t, tag)).first;
+  }
+  if (!known->second) {
+    return false;
+  }
+  pinned_types_.insert(type);
+  return true;
+}
+
 void MemoRecorder::module_dicts(PyObject* module) {
   if (!reachable_unheld(module)) {
     return;

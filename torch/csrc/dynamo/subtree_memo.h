@@ -229,9 +229,14 @@ class MemoRecorder {
   // type(obj) is the very type recorded, and while that type is unmodified.
   // False when the recording aborts instead (no tag).
   bool type_of(PyObject* obj);
-  // Whether type_of() pinned `type`'s own tag: what changes only together
-  // with that tag (the MRO) is then pinned too.
+  // Whether type_of() or type_state() pinned `type`'s own tag: what
+  // changes only together with that tag (the MRO) is then pinned too.
   bool type_state_pinned(PyObject* type) const { return pinned_types_.count(type) != 0; }
+  // Pins the state of the reachable class `type` itself (its MRO's dicts,
+  // its slots, its name), as type_of() pins an object's class: true when
+  // type_of() pinned it already or a watch on it is set (3.12 on), with no
+  // step; false where neither is possible (3.11), and the caller walks.
+  bool type_state(PyObject* type);
   // Pins `item`, read as item `index` of the reachable exact list `list`,
   // by identity, and anchors it. A list signals no change, so the step
   // reads the slot again, and proves the object there is the one recorded
