@@ -373,7 +373,9 @@ def bench_config(args: argparse.Namespace) -> BenchConfig:
 def bench_one(spec: ModelSpec, bench: BenchConfig, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     cpu_before = neighbours.snapshot()
+    l3_before = neighbours.l3_gather_ns()
     result = bench_model(spec, bench)
+    result["l3_gather_ns"] = [l3_before, neighbours.l3_gather_ns()]
     if args.callgrind:
         try:
             events = run_callgrind(__file__, spec.name, max(1, args.callgrind_calls), args.callgrind_cache_sim)

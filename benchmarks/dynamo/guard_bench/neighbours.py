@@ -1,17 +1,23 @@
-"""The CPU the rest of the machine used while a benchmark ran.
+"""What else used the machine while a benchmark ran.
 
-Other work on the machine moves the engines unequally: a neighbour that
-fills the shared L3 evicts the lines of a check whose working set outgrows a
-core's L2 (stock's default on deep models) far more than those of one that
-fits (docs/benchmarks.md, "Stock's default beside other work"). Each
-model's result records how busy the machine was besides this process, so a
-table measured beside a build or a test run says so."""
+Other work moves the engines unequally: a neighbour that fills the shared
+L3 evicts the lines of a check whose working set outgrows a core's L2
+(stock's default on deep models) far more than those of one that fits
+(docs/benchmarks.md, "Stock's default beside other work"). Each model's
+result records how busy the machine was besides this process
+(`neighbour_cpus`) and, since the L3 may be shared with work this machine
+cannot see (other tenants of a virtual machine's host), how long a random
+read of a buffer that fits the L3 took just before and after the model
+(`l3_gather_ns`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import statistics
 import time
+
+import torch
 
 # Average CPUs used by other processes above which a result is flagged.
 BUSY_NEIGHBOURS_CPUS = 0.25
@@ -50,3 +56,24 @@ def neighbour_cpus(before: CpuSnapshot | None, after: CpuSnapshot | None) -> flo
         return None
     others = (after.machine_busy_s - before.machine_busy_s) - (after.own_s - before.own_s)
     return max(0.0, others / (after.wall_s - before.wall_s))
+
+
+# A buffer the shared L3 (32 MiB here) holds and a core's L2 (1 MiB) does not.
+L3_PROBE_MIB = 8
+
+
+def l3_gather_ns(mib: int = L3_PROBE_MIB, rounds: int = 7) -> float:
+    """Median ns per element of a random gather over a ``mib`` MiB tensor:
+    L3 hits on a quiet machine, slower when something else fills the L3."""
+    n = mib * (1 << 20) // 8
+    data = torch.arange(n, dtype=torch.int64)
+    order = torch.randperm(n)
+    out = torch.empty_like(data)
+    for _ in range(2):  # fault the pages in, fill the caches
+        torch.index_select(data, 0, order, out=out)
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter_ns()
+        torch.index_select(data, 0, order, out=out)
+        samples.append((time.perf_counter_ns() - start) / n)
+    return statistics.median(samples)

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from guard_bench.callgrind import CALLGRIND_BASELINE
 from guard_bench.capture import ENGINES, FORK_DIRECT
-from guard_bench.neighbours import BUSY_NEIGHBOURS_CPUS
+from guard_bench.neighbours import BUSY_NEIGHBOURS_CPUS, L3_PROBE_MIB
 from guard_bench.timing import Stats
 
 NAN = float("nan")
@@ -102,6 +102,9 @@ def format_table(result: dict[str, Any], python: str) -> str:
         for problem in problems:
             lines.append(f"  ! {name}: {problem}")
     lines.extend(neighbour_lines(result.get("neighbour_cpus")))
+    if "l3_gather_ns" in result:
+        before, after = result["l3_gather_ns"]
+        lines.append(f"  random read over {L3_PROBE_MIB} MiB (fits the L3): {before:.2f} ns before, {after:.2f} ns after")
     return "\n".join(lines)
 
 
