@@ -30,6 +30,17 @@ COVERAGE_DOC = Path(__file__).resolve().parents[2] / "docs" / "coverage.md"
 ROOT = guards.RootGuardManager()
 
 
+def assert_fails_until_restored(test: TestCase, root: Any, value: dict, mutate, restore) -> None:
+    """``root``'s check of ``value`` fails after ``mutate()`` and passes
+    again once ``restore()`` undid it."""
+    mutate()
+    try:
+        test.assertFalse(root.check(value))
+    finally:
+        restore()
+    test.assertTrue(root.check(value))
+
+
 def id_type(x: object) -> int:
     return id(type(x))
 
@@ -614,12 +625,7 @@ class ManagerTests(TestCase):
         self.assertTrue(root.check(value))
 
         def fails_after(mutate, restore):
-            mutate()
-            try:
-                self.assertFalse(root.check(value))
-            finally:
-                restore()
-            self.assertTrue(root.check(value))
+            assert_fails_until_restored(self, root, value, mutate, restore)
 
         fails_after(lambda: setattr(fn, "__defaults__", (5,)), lambda: setattr(fn, "__defaults__", (3,)))
         fails_after(lambda: setattr(fn, "__defaults__", None), lambda: setattr(fn, "__defaults__", (3,)))
@@ -2609,18 +2615,24 @@ class ClassAttributeReadTests(TestCase):
         root.finalize()
         return root, c
 
+    @staticmethod
+    def guard_name(cls_mgr: Any, source: str, name: str) -> None:
+        cls_mgr.getattr_manager("__name__", f"{source}.__name__", name, PLAIN).add_equals_match_guard(
+            name, [f"{source}.__name__ == {name!r}"], None
+        )
+
+    def finalized_and_passing(self, root: Any, value: dict) -> None:
+        root.finalize()
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))  # validates the log the first check recorded
+
     def assert_not_walked_where_watched(self, mgr: Any) -> None:
         self.assertTrue(mgr.is_memoized())
         if guards.watchers()["type_watcher"]:
             self.assertNotIn("Walk", mgr.memo_log_kinds())
 
     def fails_until_restored(self, root: Any, value: dict, mutate, restore) -> None:
-        mutate()
-        try:
-            self.assertFalse(root.check(value))
-        finally:
-            restore()
-        self.assertTrue(root.check(value))
+        assert_fails_until_restored(self, root, value, mutate, restore)
 
     def test_class_value_shadowed_along_the_mro(self):
         class Base:
@@ -2690,13 +2702,9 @@ class ClassAttributeReadTests(TestCase):
         )
         held = cell.getattr_manager("cell_contents", "C", Inner, PLAIN)
         held.add_type_match_guard(id_type(Inner), ["type(C)"], None)
-        held.getattr_manager("__name__", "C.__name__", "Inner", PLAIN).add_equals_match_guard(
-            "Inner", ["C.__name__ == 'Inner'"], None
-        )
-        root.finalize()
+        self.guard_name(held, "C", "Inner")
         value = {"f": f}
-        self.assertTrue(root.check(value))
-        self.assertTrue(root.check(value))
+        self.finalized_and_passing(root, value)
         self.fails_until_restored(root, value, lambda: setattr(Inner, "__name__", "Other"), lambda: setattr(Inner, "__name__", "Inner"))
         f.__closure__[0].cell_contents = twin
         self.assertTrue(root.check(value))
@@ -2760,13 +2768,9 @@ class ClassAttributeReadTests(TestCase):
         o = root.framelocals_manager(("o", 0), "L['o']", obj, PLAIN)
         cls = o.getattr_manager("__class__", "L['o'].__class__", A, PLAIN)
         cls.add_id_match_guard(id(A), ["L['o'].__class__"], None)
-        cls.getattr_manager("__name__", "L['o'].__class__.__name__", "A", PLAIN).add_equals_match_guard(
-            "A", ["L['o'].__class__.__name__ == 'A'"], None
-        )
-        root.finalize()
+        self.guard_name(cls, "L['o'].__class__", "A")
         value = {"o": obj}
-        self.assertTrue(root.check(value))
-        self.assertTrue(root.check(value))
+        self.finalized_and_passing(root, value)
         # type(obj) is pinned by its tag or watch on every interpreter.
         self.assertNotIn("Walk", o.memo_log_kinds())
         self.fails_until_restored(root, value, lambda: setattr(obj, "__class__", B), lambda: setattr(obj, "__class__", A))
@@ -2789,10 +2793,8 @@ class ClassAttributeReadTests(TestCase):
         m.nn_module_attr_manager("__class__", "L['m'].__class__", torch.nn.Linear, PLAIN, mod).add_id_match_guard(
             id(torch.nn.Linear), ["L['m'].__class__"], None
         )
-        root.finalize()
         value = {"m": mod}
-        self.assertTrue(root.check(value))
-        self.assertTrue(root.check(value))
+        self.finalized_and_passing(root, value)
         self.assertNotIn("Walk", m.memo_log_kinds())
         self.fails_until_restored(
             root, value, lambda: setattr(mod, "__class__", Scaled), lambda: setattr(mod, "__class__", torch.nn.Linear)
