@@ -213,15 +213,19 @@ void MemoRecorder::type_tag(PyObject* obj) {
   push(step);
 }
 
-MemoStep MemoRecorder::type_step(PyObject* obj, PyTypeObject* t, unsigned int tag) {
+bool MemoRecorder::watch_type(PyTypeObject* t, unsigned int tag) {
   auto known = watched_types_.find(t);
   if (known == watched_types_.end()) {
     known = watched_types_.emplace(t, watches_ != nullptr && watches_->watch_type(t, tag)).first;
   }
+  return known->second;
+}
+
+MemoStep MemoRecorder::type_step(PyObject* obj, PyTypeObject* t, unsigned int tag) {
   // A watched type's tag needs no check: its first change marks the log's
   // WatchSet changed. (Had it changed since it was watched here, for an
   // earlier object, the set would be changed already.)
-  if (known->second) {
+  if (watch_type(t, tag)) {
     return {MemoStep::Kind::Type, obj, t, 0};
   }
   return {MemoStep::Kind::TypeTag, obj, t, tag};
@@ -293,14 +297,7 @@ bool MemoRecorder::type_state(PyObject* type) {
   }
   auto* t = reinterpret_cast<PyTypeObject*>(type);
   const unsigned int tag = assigned_type_version_tag(t);
-  if (tag == 0) {
-    return false;
-  }
-  auto known = watched_types_.find(t);
-  if (known == watched_types_.end()) {
-    known = watched_types_.emplace(t, watches_ != nullptr && watches_->watch_type(t, tag)).first;
-  }
-  if (!known->second) {
+  if (tag == 0 || !watch_type(t, tag)) {
     return false;
   }
   pinned_types_.insert(type);

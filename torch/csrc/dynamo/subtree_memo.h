@@ -298,6 +298,9 @@ class MemoRecorder {
   bool watched(PyObject* d, uint64_t version) { return watches_ != nullptr && watches_->watch_dict(d, version); }
   // The step that pins `obj`'s type, by tag or by watch.
   MemoStep type_step(PyObject* obj, PyTypeObject* t, unsigned int tag);
+  // Whether `t`, whose valid tag is `tag`, is watched for this log (a
+  // watch is asked for once per type and recording).
+  bool watch_type(PyTypeObject* t, unsigned int tag);
   // Turns the held_slot() steps of each relation this log records whole,
   // and that holds by identity, into SlotAddress steps.
   void pin_identity_relations();
