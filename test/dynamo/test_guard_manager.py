@@ -2367,6 +2367,113 @@ class SubtreeMemoTests(TestCase):
         obj.pair = (2, Holder(flag=True), Holder(flag=False))
         self.assertFalse(root.check({"m": obj}))
 
+class MarkedParameter(torch.nn.Parameter):
+    """A Parameter class of these tests' own: what they set on the class
+    touches no other test."""
+
+
+class OtherParameter(torch.nn.Parameter):
+    pass
+
+
+class FusedTensorStepTests(TestCase):
+    """A Tensor step absorbs the steps logged right after it on the same
+    tensor: its __dict__ slot (with its type's version tag where types are
+    not watched) and a relation's store (SubtreeMemo::fuse_tensor_steps).
+    Every mutation those steps noticed must still be noticed; each test is
+    named after one."""
+
+    def fresh(self) -> Holder:
+        p = MarkedParameter(torch.randn(2, 2))
+        p.__dict__  # a tensor makes its __dict__ on first use: before the log
+        return Holder(p=p)
+
+    def build(self, obj: Holder) -> tuple[guards.RootGuardManager, object]:
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("m", 0), "L['m']", obj, PLAIN)
+        m.add_type_match_guard(id_type(obj), ["type(L['m']) is Holder"], None)
+        d = m.get_generic_dict_manager("L['m'].__dict__", obj.__dict__, PLAIN)
+        p = d.dict_getitem_manager("p", "L['m'].p", obj.p, PLAIN)
+        p.add_tensor_match_guard(
+            obj.p, list(obj.p.shape), list(obj.p.stride()), "L['m'].p", ["check_tensor(L['m'].p)"], None,
+            type(obj.p), torch._C._dispatch_keys(obj.p),
+        )
+        p.add_dimension_marking_guard({}, ["_dynamo_static_indices"], {}, ["no static marks on L['m'].p"], None)
+        x = root.framelocals_manager(("x", 1), "L['x']", self.other, PLAIN)
+        guards.install_no_tensor_aliasing_guard([p, x], ["L['m'].p", "L['x']"], ["no aliasing"], None)
+        root.finalize()
+        return root, m
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.other = torch.randn(2, 2)
+        self.obj = self.fresh()
+        self.root, self.m = self.build(self.obj)
+        self.value = {"m": self.obj, "x": self.other}
+        self.assertTrue(self.root.check(self.value))
+        self.assertTrue(self.root.check(self.value), "from the log")
+
+    def test_log_fuses_the_tensor_dict_slot_and_relation_store(self):
+        p = self.obj.p
+        steps = self.m.memo_log_steps()
+        at = steps.index(("Tensor", id(p)))
+        fused = steps[at + 1 : at + 5]
+        self.assertIn(fused[0], [("Type", id(p)), ("TypeTag", id(p))])
+        self.assertIn(fused[1][0], ["ObjectDictSlot", "ObjectDict"])
+        if fused[1][0] == "ObjectDict":  # an unwatched dict: its version follows
+            self.assertEqual(fused[2], ("Dict", id(p.__dict__)))
+            fused = fused[:2] + fused[3:]
+        self.assertEqual(fused[2], ("SlotAddress", id(p)))
+        absorbed = 4 if steps[at + 2][0] == "ObjectDict" else 3
+        self.assertLessEqual(self.m.memo_log_size(), len(steps) - absorbed, "the Tensor step absorbed the others")
+
+    def test_parameter_dict_replaced_by_one_with_static_marks(self):
+        original = self.obj.p.__dict__
+        assert_fails_until_restored(
+            self, self.root, self.value,
+            lambda: setattr(self.obj.p, "__dict__", {"_dynamo_static_indices": {0}}),
+            lambda: setattr(self.obj.p, "__dict__", original),
+        )
+
+    def test_parameter_dict_replaced_by_an_equal_one(self):
+        self.obj.p.__dict__ = {}
+        self.assertTrue(self.root.check(self.value))
+        self.assertTrue(self.root.check(self.value))
+
+    def test_parameter_marked_static(self):
+        assert_fails_until_restored(
+            self, self.root, self.value,
+            lambda: torch._dynamo.mark_static(self.obj.p, 0),
+            lambda: delattr(self.obj.p, "_dynamo_static_indices"),
+        )
+
+    def test_parameter_class_given_static_marks(self):
+        assert_fails_until_restored(
+            self, self.root, self.value,
+            lambda: setattr(MarkedParameter, "_dynamo_static_indices", {0}),
+            lambda: delattr(MarkedParameter, "_dynamo_static_indices"),
+        )
+
+    def test_parameter_class_assigned(self):
+        assert_fails_until_restored(
+            self, self.root, self.value,
+            lambda: setattr(self.obj.p, "__class__", OtherParameter),
+            lambda: setattr(self.obj.p, "__class__", MarkedParameter),
+        )
+
+    def test_parameter_passed_again_as_the_other_input(self):
+        self.assertFalse(self.root.check({"m": self.obj, "x": self.obj.p}))
+        self.assertTrue(self.root.check(self.value))
+        self.assertFalse(self.root.check({"m": self.obj, "x": self.obj.p}), "and from the log again")
+
+    def test_parameter_metadata_changed_in_place(self):
+        assert_fails_until_restored(
+            self, self.root, self.value,
+            lambda: self.obj.p.requires_grad_(False),
+            lambda: self.obj.p.requires_grad_(True),
+        )
+
+
 class HeldReadTests(TestCase):
     """Reads of a function's fields, a cell's contents and tuple items below
     them, recorded as field and item steps on held values

@@ -442,6 +442,19 @@ PYBIND11_MODULE(_C, m) {
         });
         return counts;
       })
+      // The log's steps in order, each fused step as the steps it stands
+      // for: (kind, address of the object the step reads) pairs. The
+      // addresses are numbers only (the objects may have died since).
+      .def("memo_log_steps", [](const GuardManager& self) {
+        py::list steps;
+        if (self.memo() == nullptr || !self.memo()->has_log()) {
+          return steps;
+        }
+        self.memo()->for_each_step([&](MemoStep::Kind kind, void* object, const MemoStep&) {
+          steps.append(py::make_tuple(memo_step_kind_name(kind), reinterpret_cast<uintptr_t>(object)));
+        });
+        return steps;
+      })
       // The reads the memo's log re-runs with their subtrees (its Walk
       // steps), as the accessors' reprs, in log order; empty without a log.
       .def("memo_walked_reads", [](const GuardManager& self) {

@@ -542,8 +542,21 @@ bool SubtreeMemo::validate(PyObject* value) const {
       if (tensor_state == nullptr) {
         tensor_state = &TensorLocalState::current(fresh_state);
       }
-      if (!tensor_record_matches(tensors_[s.tag], static_cast<const TENSOR_MATCH*>(s.b), static_cast<PyObject*>(s.a), *tensor_state)) {
+      const TensorRecord& record = tensors_[s.tag];
+      PyObject* tensor = static_cast<PyObject*>(s.a);
+      if (!tensor_record_matches(record, static_cast<const TENSOR_MATCH*>(s.b), tensor, *tensor_state)) {
         return false;
+      }
+      // The tensor's type is the recorded one (just compared): its
+      // __dict__ slot lies at the recorded offset.
+      if (s.slot_offset != 0 &&
+          ((record.type_tag != 0 && type_version_tag(Py_TYPE(tensor)) != record.type_tag) ||
+           *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(tensor) + s.slot_offset) != record.object_dict ||
+           (record.checks_dict_version && dict_version(record.object_dict) != record.dict_version))) {
+        return false;
+      }
+      if (record.alias_slot != nullptr) {
+        *record.alias_slot = tensor;
       }
       continue;
     }
@@ -650,6 +663,44 @@ bool SubtreeMemo::validate(PyObject* value) const {
   return true;
 }
 
+void SubtreeMemo::fuse_tensor_steps(std::vector<MemoStep>& steps, std::vector<TensorRecord>& tensors) {
+  std::vector<MemoStep> out;
+  out.reserve(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    out.push_back(steps[i]);
+    if (steps[i].kind != MemoStep::Kind::Tensor) {
+      continue;
+    }
+    MemoStep& fused = out.back();
+    TensorRecord& record = tensors[fused.tag];
+    // Every Tensor step compares the tensor's exact type with
+    // expected.pytype before anything else (matching_tensor), so a
+    // following step that compares the same type again is implied by it.
+    if (i + 1 < steps.size()) {
+      const MemoStep& next = steps[i + 1];
+      const bool dict_step = next.kind == MemoStep::Kind::TypedObjectDict || next.kind == MemoStep::Kind::TaggedObjectDict;
+      if (dict_step && next.a == fused.a && next.b == record.expected.pytype && next.slot_offset != 0) {
+        fused.slot_offset = next.slot_offset;
+        record.object_dict = reinterpret_cast<PyObject*>(next.c);
+        record.type_tag = next.kind == MemoStep::Kind::TaggedObjectDict ? next.tag : 0;
+        ++i;
+        // The dict the slot holds is alive while the slot still holds it.
+        if (i + 1 < steps.size() && steps[i + 1].kind == MemoStep::Kind::Dict && record.object_dict != nullptr &&
+            steps[i + 1].a == record.object_dict) {
+          record.dict_version = steps[i + 1].c;
+          record.checks_dict_version = true;
+          ++i;
+        }
+      }
+    }
+    if (i + 1 < steps.size() && steps[i + 1].kind == MemoStep::Kind::SlotAddress && steps[i + 1].a == fused.a) {
+      record.alias_slot = static_cast<PyObject**>(steps[i + 1].b);
+      ++i;
+    }
+  }
+  steps = std::move(out);
+}
+
 void SubtreeMemo::compact(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks) {
   std::vector<MemoStep> out;
   out.reserve(steps.size());
@@ -726,6 +777,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   }
   reads_dict_clock_ = pins_versions && runs_python;
   dict_checks_.clear();
+  fuse_tensor_steps(steps_, tensors_);
   compact(steps_, dict_checks_);
   value_ = value;
   valid_ = true;

@@ -78,7 +78,12 @@ struct MemoStep {
     Type,        // a: the object, b: its type
     TypeTag,     // a: the object, b: its type, c: the type's version tag
     Leaf,        // a: the object, b: the LeafGuard to run on it, c: 1 if it may run Python code
-    Tensor,      // a: the tensor, b: its TENSOR_MATCH, c: its TensorImpl's address (prefetched only), tag: its TensorRecord
+    // a: the tensor, b: its TENSOR_MATCH, c: its TensorImpl's address
+    // (prefetched only), tag: its TensorRecord. Where the log checks the
+    // tensor's __dict__ slot right after (and stores it in a relation
+    // slot), those steps are fused into this one: slot_offset is not 0 and
+    // the record says what they compared (TensorRecord, fuse_tensor_steps).
+    Tensor,
     Walk,        // a: the parent, b: the GuardAccessor to run (with its whole subtree), c: its child manager (prefetched only)
     DictRun,     // consecutive Dict steps: a: the first dict, b: how many, c: index of the first DictCheck
     // A TypeTag step and the ObjectDict step of the same object, fused: a:
@@ -109,7 +114,7 @@ struct MemoStep {
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
   Kind kind;
-  int16_t slot_offset = 0;  // TaggedObjectDict and TypedObjectDict only
+  int16_t slot_offset = 0;  // TaggedObjectDict, TypedObjectDict, and a Tensor step with its __dict__ slot fused
   uint32_t tag = 0;         // TaggedObjectDict: the type's version tag; Tensor: the TensorRecord's index
   void* a;
   void* b;
@@ -128,6 +133,23 @@ struct DictCheck {
 struct TensorRecord {
   TensorExpectation expected;  // the guard's, when all_static; else the guard checks
   const void* autograd_meta;   // where the tensor's autograd metadata was: prefetched, never read
+  // The steps fused into the Tensor step (SubtreeMemo::fuse_tensor_steps),
+  // checked after the tensor matched, in the order they were logged:
+  // - its step's slot_offset is not 0: the __dict__ slot there must hold
+  //   `object_dict` (maybe null), and, when `type_tag` is not 0, the type
+  //   must still have that version tag (a TaggedObjectDict; a
+  //   TypedObjectDict's type is watched). No type compare: the tensor
+  //   check has just compared the type with the same one. With
+  //   `checks_dict_version`, that dict's version must still be
+  //   `dict_version` (the Dict step a TaggedObjectDict's unwatched dict
+  //   takes).
+  // - `alias_slot` is not null: the tensor's address is stored there (a
+  //   SlotAddress step).
+  PyObject* object_dict = nullptr;
+  PyObject** alias_slot = nullptr;
+  uint64_t dict_version = 0;
+  uint32_t type_tag = 0;
+  bool checks_dict_version = false;
 };
 
 // Starts loading what a Tensor step reads besides the tensor object: the
@@ -423,6 +445,23 @@ class SubtreeMemo {
           step);
         continue;
       }
+      if (step.kind == MemoStep::Kind::Tensor) {
+        f(step.kind, step.a, step);
+        const TensorRecord& record = tensors_[step.tag];
+        if (step.slot_offset != 0) {
+          f(record.type_tag != 0 ? MemoStep::Kind::TypeTag : MemoStep::Kind::Type, step.a, step);
+          f(record.type_tag != 0 ? MemoStep::Kind::ObjectDict : MemoStep::Kind::ObjectDictSlot,
+            static_cast<void*>(static_cast<char*>(step.a) + step.slot_offset),
+            step);
+          if (record.checks_dict_version) {
+            f(MemoStep::Kind::Dict, static_cast<void*>(record.object_dict), step);
+          }
+        }
+        if (record.alias_slot != nullptr) {
+          f(MemoStep::Kind::SlotAddress, step.a, step);
+        }
+        continue;
+      }
       if (step.kind != MemoStep::Kind::DictRun) {
         f(step.kind, step.a, step);
         continue;
@@ -440,6 +479,14 @@ class SubtreeMemo {
   // whose checks are appended to `dict_checks`. The same checks in the same
   // order: only the dispatch per step goes.
   static void compact(std::vector<MemoStep>& steps, std::vector<DictCheck>& dict_checks);
+  // Folds into each Tensor step the steps logged right after it on the
+  // same tensor: a Typed/TaggedObjectDict of the tensor's own type (the
+  // tensor check compares that type first, so the fused step checks the
+  // same things in the same order) with the Dict step of its dict's
+  // version where one follows, then a SlotAddress of the tensor.
+  // Each tensor of a module (a Parameter's __dict__ is read for its
+  // dynamic-dimension marks) thus costs one step instead of two or three.
+  static void fuse_tensor_steps(std::vector<MemoStep>& steps, std::vector<TensorRecord>& tensors);
   bool validate(PyObject* value) const;
 
   bool valid_ = false;
