@@ -949,6 +949,26 @@ class ManagerTests(TestCase):
         del c
         self.assertIsNone(ref())
 
+    def test_object_aliasing_keeps_no_value_alive(self):
+        # OBJECT_ALIASING holds a reference per slot during the check only:
+        # after a passing check, a failing one, and one whose tree fails
+        # before the relation is verified.
+        class Value:
+            pass
+
+        o = Value()
+        root = guards.RootGuardManager()
+        ma = root.framelocals_manager(("a", 0), "L['a']", o, PLAIN)
+        mb = root.framelocals_manager(("b", 1), "L['b']", o, PLAIN)
+        mb.add_type_match_guard(id_type(o), ["type(L['b']) is Value"], None)
+        guards.install_object_aliasing_guard(ma, mb, ["L['a'] is L['b']"], None)
+        for verdict, other in ((True, None), (False, Value()), (False, 5)):
+            c = Value()
+            ref = weakref.ref(c)
+            self.assertEqual(root.check({"a": c, "b": c if other is None else other}), verdict)
+            del c
+            self.assertIsNone(ref(), f"kept alive after a check that returned {verdict} ({other!r})")
+
     def test_epilogue_guard_runs_after_tree(self):
         calls = []
         root = guards.RootGuardManager()

@@ -7,18 +7,20 @@
 namespace dynamo_guards {
 
 RelationalState::RelationalState(size_t num_slots, CodeParts parts, py::object stack, Recording recording)
-    : values_(num_slots, nullptr),
+    : num_slots_(num_slots),
+      heap_values_(num_slots > kInlineSlots ? num_slots : 0, nullptr),
+      values_(num_slots > kInlineSlots ? heap_values_.data() : inline_values_),
       held_(recording == Recording::Held ? num_slots : 0),
       parts_(std::move(parts)),
       stack_(std::move(stack)) {}
 
 RelationalState::~RelationalState() = default;
 
-void RelationalState::reset() {
-  std::fill(values_.begin(), values_.end(), nullptr);
+void RelationalState::drop_held() {
   for (OwnedRef& held : held_) {
     held = OwnedRef();
   }
+  holding_ = false;
 }
 
 py::list RelationalState::describe_failure() {
@@ -29,7 +31,7 @@ bool RelationalState::verify(CheckContext* ctx) {
   if (ctx != nullptr) {
     ctx->num_guards_executed++;
   }
-  for (PyObject* value : values_) {
+  for (PyObject* value : values()) {
     if (value == nullptr) {
       // A participating manager was not reached: nothing to relate. The
       // tree itself decides the verdict in that case.
@@ -66,19 +68,19 @@ void RelationalSlot::record(MemoRecorder& recorder, PyObject* value) {
 }
 
 bool NoTensorAliasing::same_as_last_distinct() const {
-  return last_distinct_ == values_;
+  return std::ranges::equal(last_distinct_, values());
 }
 
 bool NoTensorAliasing::holds() {
   if (same_as_last_distinct()) {
     return true;
   }
-  sorted_.assign(values_.begin(), values_.end());
+  sorted_.assign(values().begin(), values().end());
   std::sort(sorted_.begin(), sorted_.end());
   if (std::adjacent_find(sorted_.begin(), sorted_.end()) != sorted_.end()) {
     return false;
   }
-  last_distinct_ = values_;
+  last_distinct_.assign(values().begin(), values().end());
   return true;
 }
 
@@ -89,10 +91,10 @@ py::list NoTensorAliasing::describe_failure() {
 }
 
 bool ObjectAliasing::holds() {
-  return holds_by_identity(values_);
+  return holds_by_identity(values());
 }
 
-bool ObjectAliasing::holds_by_identity(const std::vector<PyObject*>& values) const {
+bool ObjectAliasing::holds_by_identity(std::span<PyObject* const> values) const {
   return values.size() == 2 && values[0] == values[1];
 }
 
@@ -104,7 +106,7 @@ StorageOverlapping::StorageOverlapping(size_t num_overlapping, size_t num_non_ov
 
 bool StorageOverlapping::holds() {
   py::list tensors;
-  for (PyObject* value : values_) {
+  for (PyObject* value : values()) {
     tensors.append(py::handle(value));
   }
   return call_returned_true(PyObject_CallOneArg(predicate_.ptr(), tensors.ptr()));
@@ -129,7 +131,7 @@ SymbolicShapeGuard::SymbolicShapeGuard(
 }
 
 bool SymbolicShapeGuard::holds() {
-  for (size_t i = 0; i < values_.size(); ++i) {
+  for (size_t i = 0; i < num_slots_; ++i) {
     PyObject* v = values_[i];
     if (i < num_ints_) {
       if (!PyLong_Check(v)) {

@@ -11,6 +11,8 @@
 // managers and one for the others), which is each slot's public face.
 #pragma once
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,9 @@ class RelationalState {
   };
   RelationalState(size_t num_slots, CodeParts parts, py::object stack, Recording recording = Recording::Held);
   virtual ~RelationalState();
+  // values_ may point into the object itself.
+  RelationalState(const RelationalState&) = delete;
+  RelationalState& operator=(const RelationalState&) = delete;
   virtual const char* kind() const = 0;
   // Checks the relation over the recorded values; all slots are filled when
   // the tree passed.
@@ -39,14 +44,21 @@ class RelationalState {
     values_[slot] = value;
     if (!held_.empty()) {
       held_[slot] = OwnedRef::from_borrowed(value);
+      holding_ = true;
     }
   }
-  void reset();
+  // Clears what the slots recorded and drops the references taken.
+  void reset() {
+    std::fill(values_, values_ + num_slots_, nullptr);
+    if (holding_) {
+      drop_held();
+    }
+  }
   // Where slot `slot` keeps its address under Recording::Address (a memo
   // log stores into it directly; valid while this state lives); nullptr
   // under Recording::Held.
   PyObject** address_slot(size_t slot) { return held_.empty() ? &values_[slot] : nullptr; }
-  size_t num_slots() const { return values_.size(); }
+  size_t num_slots() const { return num_slots_; }
   // Whether the relation's verdict on `values` (one per slot, in slot
   // order) depends on nothing but which objects they are, and holds. A memo
   // log that records every slot of such a relation, while the slots' held
@@ -57,7 +69,7 @@ class RelationalState {
   // references guard against, a value freed and its address reused
   // between two slots, cannot make two slots that each read their recorded
   // object look alike. False unless a relation says so.
-  virtual bool holds_by_identity(const std::vector<PyObject*>& /*values*/) const { return false; }
+  virtual bool holds_by_identity(std::span<PyObject* const> /*values*/) const { return false; }
   // Where slot `slot` keeps what it recorded in this evaluation (valid
   // while this state lives): a memo log pinning the relation stores the
   // slot's address there (holds_by_identity).
@@ -69,12 +81,26 @@ class RelationalState {
   virtual bool holds() = 0;
   // The failure text; defaults to the code parts.
   virtual py::list describe_failure();
+  std::span<PyObject* const> values() const { return {values_, num_slots_}; }
+
   // What each slot recorded in this evaluation (nullptr: not reached);
-  // borrowed, kept alive by held_ under Recording::Held.
-  std::vector<PyObject*> values_;
-  std::vector<OwnedRef> held_;  // empty under Recording::Address
+  // borrowed, kept alive by held_ under Recording::Held. A relation of
+  // up to kInlineSlots slots (an OBJECT_ALIASING pair) keeps them in the
+  // object itself: the root resets and verifies every relation on every
+  // check, and a separate buffer was one more cache line each (a decode
+  // step has 28 relations).
+  static constexpr size_t kInlineSlots = 2;
+  size_t num_slots_;
+  PyObject* inline_values_[kInlineSlots] = {};
+  std::vector<PyObject*> heap_values_;  // more slots than that
+  PyObject** values_;                   // inline_values_ or heap_values_'s data
+  bool holding_ = false;                // some held_ entry is set
+  std::vector<OwnedRef> held_;          // empty under Recording::Address
   CodeParts parts_;
   py::object stack_;
+
+ private:
+  void drop_held();
 };
 
 // The leaf Python sees on the managers of one relation (or one group of
@@ -164,7 +190,7 @@ class ObjectAliasing : public RelationalState {
   using RelationalState::RelationalState;
   const char* kind() const override { return "OBJECT_ALIASING"; }
   // `x is y`: a verdict of identities alone.
-  bool holds_by_identity(const std::vector<PyObject*>& values) const override;
+  bool holds_by_identity(std::span<PyObject* const> values) const override;
 
  protected:
   bool holds() override;
