@@ -2494,6 +2494,65 @@ class FusedTensorStepTests(TestCase):
         )
 
 
+class RequiresGradChangeTests(TestCase):
+    """A tensor's requires_grad comes from its autograd metadata: a flag,
+    a grad_fn, and for a view's metadata also the base's requires_grad.
+    Each test is named after a route by which it changes in place; the
+    check must notice it through the tensor's TENSOR_MATCH alone and through
+    a memo's Tensor step."""
+
+    def assert_change_noticed(self, make, change) -> None:
+        t = make()
+        before = t.requires_grad
+        root = guards.RootGuardManager()
+        root.framelocals_manager(("x", 0), "L['x']", t, PLAIN).add_tensor_match_guard(
+            t, list(t.shape), list(t.stride()), "L['x']", ["check_tensor(L['x'])"], None, type(t), torch._C._dispatch_keys(t)
+        )
+        self.assertTrue(root.check({"x": t}))
+        change(t)
+        self.assertNotEqual(t.requires_grad, before, "the change is one of requires_grad")
+        self.assertFalse(root.check({"x": t}), "TENSOR_MATCH")
+
+        obj = Holder(flag=True, count=3, t=make())
+        root, m = SubtreeMemoTests.build(self, obj)
+        self.assertTrue(root.check({"m": obj}))
+        self.assertIsNotNone(m.memo_log_size(), "a passing check records a log")
+        self.assertTrue(root.check({"m": obj}), "from the log")
+        change(obj.t)
+        self.assertFalse(root.check({"m": obj}), "the memo's Tensor step")
+        self.assertFalse(root.check_verbose({"m": obj}).result)
+
+    def test_requires_grad_set_on_tensor_without_metadata(self):
+        self.assert_change_noticed(lambda: torch.randn(2, 2), lambda t: t.requires_grad_())
+
+    def test_requires_grad_cleared_on_leaf(self):
+        self.assert_change_noticed(lambda: torch.randn(2, 2, requires_grad=True), lambda t: t.requires_grad_(False))
+
+    def test_requires_grad_set_on_leaf_that_has_metadata(self):
+        # The metadata outlives requires_grad_(False): only its flag changes.
+        self.assert_change_noticed(
+            lambda: torch.randn(2, 2, requires_grad=True).requires_grad_(False), lambda t: t.requires_grad_()
+        )
+
+    def test_grad_fn_set_in_place_on_tensor_that_has_metadata(self):
+        # The flag stays False; the in-place op gives the tensor a grad_fn.
+        self.assert_change_noticed(
+            lambda: torch.randn(2, 2, requires_grad=True).requires_grad_(False),
+            lambda t: t.add_(torch.ones(2, 2, requires_grad=True)),
+        )
+
+    def test_grad_fn_set_in_place_on_tensor_without_metadata(self):
+        self.assert_change_noticed(lambda: torch.randn(2, 2), lambda t: t.add_(torch.ones(2, 2, requires_grad=True)))
+
+    def test_grad_fn_cleared_by_detach_in_place(self):
+        # A non-leaf requires grad through its grad_fn alone.
+        self.assert_change_noticed(lambda: torch.randn(2, 2, requires_grad=True) * 2, lambda t: t.detach_())
+
+    def test_view_whose_base_starts_requiring_grad(self):
+        # A view's metadata (a subclass) consults its base: torch's call.
+        self.assert_change_noticed(lambda: torch.randn(4, 2)[:2], lambda t: t._base.requires_grad_())
+
+
 class HeldReadTests(TestCase):
     """Reads of a function's fields, a cell's contents and tuple items below
     them, recorded as field and item steps on held values
