@@ -1576,7 +1576,28 @@ class SubtreeMemoTests(TestCase):
 
     def test_memo_function_code_guarded_beyond_identity_is_walked(self):
         # A guard on what the code object holds, not only on which object it
-        # is: the field compare would not decide it, so the read is walked.
+        # is, through an attribute not known to be fixed by the code object
+        # (co_consts: the list of CodeAttribute reads leaves it out): the
+        # field compare would not decide it, so the read is walked.
+        obj = self.fresh()
+        obj.fn = lambda: 1
+        root, m = self.function_code_tree(
+            obj,
+            lambda code: code.getattr_manager(
+                "co_consts", "L['m'].fn.__code__.co_consts", obj.fn.__code__.co_consts, PLAIN
+            ).add_equals_match_guard(obj.fn.__code__.co_consts, ["co_consts"], None),
+        )
+        self.assertTrue(root.check({"m": obj}))
+        kinds = m.memo_log_kinds()
+        self.assertNotIn("FieldIdentity", kinds)
+        self.assertEqual(kinds.get("Walk"), 1)
+        self.assertTrue(root.check({"m": obj}))
+        obj.fn.__code__ = (lambda: 2).__code__
+        self.assertFalse(root.check({"m": obj}))
+
+    def test_memo_function_code_name_pinned_by_the_code_object(self):
+        # co_name is fixed by the code object: the code is a held field and
+        # its name one LiveObject step (CodeAttributeReadTests).
         obj = self.fresh()
         obj.fn = lambda: 1
         root, m = self.function_code_tree(
@@ -1587,10 +1608,14 @@ class SubtreeMemoTests(TestCase):
         )
         self.assertTrue(root.check({"m": obj}))
         kinds = m.memo_log_kinds()
-        self.assertNotIn("FieldIdentity", kinds)
-        self.assertEqual(kinds.get("Walk"), 1)
+        self.assertEqual((kinds.get("FieldIdentity"), kinds.get("LiveObject")), (1, 1))
+        self.assertNotIn("Walk", kinds)
         self.assertTrue(root.check({"m": obj}))
-        obj.fn.__code__ = (lambda: 2).__code__
+
+        def renamed():
+            return 2
+
+        obj.fn.__code__ = renamed.__code__
         self.assertFalse(root.check({"m": obj}))
 
     def test_memo_bound_method_code_replaced(self):
@@ -2581,9 +2606,10 @@ class HeldReadTests(TestCase):
         inner.__defaults__ = tuple([1, "x"])
         return inner
 
-    def closure_tree(self, outer) -> tuple[guards.RootGuardManager, object]:
-        """On ``L['f']``: its cell's function has the recorded code, its
-        __defaults__ are a tuple (1, 'x') and its __name__ is 'inner'."""
+    @staticmethod
+    def cell_function_tree(outer) -> tuple[guards.RootGuardManager, object, object]:
+        """The root, the manager of ``L['f']`` and that of the function in
+        its first cell (``G``), each with a type guard."""
         inner = outer.__closure__[0].cell_contents
         root = guards.RootGuardManager()
         f = root.framelocals_manager(("f", 0), "L['f']", outer, PLAIN)
@@ -2593,6 +2619,13 @@ class HeldReadTests(TestCase):
         )
         fn = cell.getattr_manager("cell_contents", "G", inner, PLAIN)
         fn.add_type_match_guard(id_type(inner), ["type(G)"], None)
+        return root, f, fn
+
+    def closure_tree(self, outer) -> tuple[guards.RootGuardManager, object]:
+        """On ``L['f']``: its cell's function has the recorded code, its
+        __defaults__ are a tuple (1, 'x') and its __name__ is 'inner'."""
+        inner = outer.__closure__[0].cell_contents
+        root, f, fn = self.cell_function_tree(outer)
         fn.code_manager("G.__code__", inner.__code__, PLAIN).add_id_match_guard(id(inner.__code__), ["G.__code__"], None)
         defaults = fn.func_defaults_manager("G.__defaults__", inner.__defaults__, PLAIN)
         defaults.add_type_match_guard(id_type(inner.__defaults__), ["type(G.__defaults__)"], None)
@@ -2702,6 +2735,110 @@ class HeldReadTests(TestCase):
         self.assertTrue(root.check({"m": method}))
         other = types.MethodType(method.__func__, Holder())
         self.assertFalse(root.check({"m": other}))
+
+
+def function_from_source(source: str) -> types.FunctionType:
+    """A function whose code object only the function references (no
+    enclosing code keeps it as a constant), so replacing its ``__code__``
+    frees that code object."""
+    namespace: dict = {}
+    exec(compile(source, "<code-attribute-test>", "exec"), namespace)
+    return namespace.pop("g")
+
+
+class CodeAttributeReadTests(TestCase):
+    """``fn.__code__.co_varnames`` and the code object's other fixed
+    attributes: logged as one step proving by a weak reference that the code
+    object is the one recorded (MemoRecorder::live_object), with the subtree
+    below skipped, where that subtree decides by the value's contents. Each
+    test is named after a change the check must still notice, or a tree
+    that must keep its walk."""
+
+    SOURCE = "def g(a, b):\n    return a\n"
+
+    def tree(self, outer, varnames_guard=None) -> tuple[guards.RootGuardManager, object]:
+        """On ``L['f']``: its cell's function's code has the recorded
+        co_varnames (held reads down to the code, as Dynamo reaches a
+        decorated forward's code)."""
+        fn = outer.__closure__[0].cell_contents
+        root, f, g = HeldReadTests.cell_function_tree(outer)
+        code = g.code_manager("G.__code__", fn.__code__, PLAIN)
+        varnames = code.getattr_manager("co_varnames", "G.__code__.co_varnames", fn.__code__.co_varnames, PLAIN)
+        if varnames_guard is None:
+            varnames.add_equals_match_guard(fn.__code__.co_varnames, ["G.__code__.co_varnames == ('a', 'b')"], None)
+        else:
+            varnames_guard(varnames, fn.__code__.co_varnames)
+        root.finalize()
+        return root, f
+
+    def recorded(self, source: str = SOURCE):
+        outer, rebind = HeldReadTests.closure_over(function_from_source(source))
+        root, f = self.tree(outer)
+        self.assertTrue(root.check({"f": outer}))
+        kinds = f.memo_log_kinds()
+        self.assertEqual(kinds.get("LiveObject"), 1, kinds)
+        self.assertNotIn("Walk", kinds, "the chain is held down to the code object")
+        self.assertTrue(root.check({"f": outer}), "from the log")
+        return root, outer
+
+    def test_code_replaced_by_code_with_other_varnames(self):
+        root, outer = self.recorded()
+        outer.__closure__[0].cell_contents.__code__ = function_from_source("def g(x, y):\n    return x\n").__code__
+        self.assertFalse(root.check({"f": outer}))
+        self.assertFalse(root.check_verbose({"f": outer}).result)
+
+    def test_code_replaced_by_code_with_same_varnames(self):
+        # Another code object, equal co_varnames: the walk passes, and so does the check.
+        root, outer = self.recorded()
+        outer.__closure__[0].cell_contents.__code__ = function_from_source("def g(a, b):\n    return b\n").__code__
+        self.assertTrue(root.check({"f": outer}))
+        self.assertTrue(root.check_verbose({"f": outer}).result)
+
+    def test_cell_rebound_to_function_with_other_varnames(self):
+        root, outer = self.recorded()
+        outer.__closure__[0].cell_contents = function_from_source("def g(x, y):\n    return x\n")
+        self.assertFalse(root.check({"f": outer}))
+
+    def test_code_freed_and_its_address_reused_by_other_varnames(self):
+        # The recorded code object dies; code objects compiled after it
+        # may take its address. The weak reference names none of them.
+        root, outer = self.recorded()
+        fn = outer.__closure__[0].cell_contents
+        recorded = id(fn.__code__)
+        dead = weakref.ref(fn.__code__)
+        fn.__code__ = function_from_source("def g(p, q, r):\n    return p\n").__code__
+        gc.collect()
+        self.assertIsNone(dead(), "the log keeps no reference to the code object")
+        made = [function_from_source("def g(x, y):\n    return x\n").__code__ for _ in range(64)]
+        at_recorded = [c for c in made if id(c) == recorded]
+        self.assertTrue(at_recorded, "a new code object took the recorded one's address")
+        fn.__code__ = at_recorded[0]
+        self.assertFalse(root.check({"f": outer}))
+        self.assertFalse(root.check_verbose({"f": outer}).result)
+
+    def test_subtree_deciding_by_address_is_walked(self):
+        # An ID_MATCH on the (freshly built, on 3.11) tuple decides by its
+        # address, which no code object fixes: that read stays a walk.
+        outer, _ = HeldReadTests.closure_over(function_from_source(self.SOURCE))
+        root, f = self.tree(outer, lambda m, value: m.add_id_match_guard(id(value), ["id(co_varnames)"], None))
+        root.check({"f": outer})
+        self.assertNotIn("LiveObject", f.memo_log_kinds())
+
+    def test_attribute_named_like_a_code_attribute_on_another_object(self):
+        # Only an exact code object's attribute is fixed by it.
+        holder = Holder(co_varnames=("a", "b"))
+        root = guards.RootGuardManager()
+        h = root.framelocals_manager(("h", 0), "L['h']", holder, PLAIN)
+        h.add_type_match_guard(id_type(holder), ["type(L['h'])"], None)
+        h.getattr_manager("co_varnames", "L['h'].co_varnames", holder.co_varnames, PLAIN).add_equals_match_guard(
+            ("a", "b"), ["L['h'].co_varnames == ('a', 'b')"], None
+        )
+        root.finalize()
+        self.assertTrue(root.check({"h": holder}))
+        self.assertTrue(root.check({"h": holder}))
+        self.assertNotIn("LiveObject", h.memo_log_kinds())
+        holder.co_varnames = ("x", "y")
+        self.assertFalse(root.check({"h": holder}))
 
 
 class HeldWrapperReadTests(TestCase):

@@ -416,6 +416,19 @@ static GetAttrGuardAccessor::BuiltinField builtin_field(PyObject* name) {
       {"__func__", Field::MethodFunction},
       {"__self__", Field::MethodSelf},
       {"fget", Field::PropertyGetter},
+      {"co_varnames", Field::CodeAttribute},
+      {"co_cellvars", Field::CodeAttribute},
+      {"co_freevars", Field::CodeAttribute},
+      {"co_names", Field::CodeAttribute},
+      {"co_argcount", Field::CodeAttribute},
+      {"co_posonlyargcount", Field::CodeAttribute},
+      {"co_kwonlyargcount", Field::CodeAttribute},
+      {"co_nlocals", Field::CodeAttribute},
+      {"co_flags", Field::CodeAttribute},
+      {"co_name", Field::CodeAttribute},
+      {"co_qualname", Field::CodeAttribute},
+      {"co_filename", Field::CodeAttribute},
+      {"co_firstlineno", Field::CodeAttribute},
   };
   for (const auto& [attr, field] : kFields) {
     if (PyUnicode_CompareWithASCIIString(name, attr) == 0) {

@@ -313,7 +313,18 @@ class GetAttrGuardAccessor : public InstanceAttrAccessor<GetAttrGuardAccessor> {
     MethodFunction,  // a bound method's, or a classmethod's
     MethodSelf,
     PropertyGetter,
+    // A code object's `co_varnames`, `co_names`, `co_argcount`, ...: no
+    // field to hold (3.11 builds `co_varnames` anew on every read), but a
+    // code object is immutable, its type is neither subclassable nor
+    // patchable and has no instance __dict__, so each of these reads
+    // returns an equal value for the code object's whole life.
+    CodeAttribute,
   };
+
+  // An exact code object's attribute of the list above.
+  bool reads_value_fixed_by(PyObject* parent) const override {
+    return field_ == BuiltinField::CodeAttribute && PyCode_Check(parent);
+  }
 
  protected:
   PyObject* const* held_field(PyObject* parent) const override;

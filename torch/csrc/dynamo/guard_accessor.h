@@ -48,6 +48,19 @@ class GuardAccessor {
   // version tags, immutable tuples). Returns false, recording nothing, when
   // it does not; the log then re-runs this accessor and its subtree.
   virtual bool record(MemoRecorder& recorder, PyObject* parent, PyObject* child) { return false; }
+  // For a SubtreeMemo, asked first: an accessor whose read of `parent`
+  // returns a value fixed for parent's life (reads_value_fixed_by), with a
+  // child subtree that decides by that value's contents alone
+  // (GuardManager::decides_by_contents), logs one step proving that
+  // `parent` is still the very object recorded (MemoRecorder::live_object)
+  // and returns true; the subtree then logs nothing, since its verdict on
+  // the same object's fixed value cannot change. False, logging nothing,
+  // otherwise.
+  bool record_fixed_read(MemoRecorder& recorder, PyObject* parent, PyObject* child);
+  // Whether access() of `parent` returns, on every call, a value equal to
+  // the last (of equal type, contents and length), however `parent` is
+  // reached: an attribute computed from an immutable object.
+  virtual bool reads_value_fixed_by(PyObject* parent) const { return false; }
   // For a SubtreeMemo, asked before record(): an accessor that reads a
   // pointer field of `parent`, whose child subtree decides by the child's
   // address alone (GuardManager::decides_by_identity), may log one step

@@ -158,12 +158,32 @@ bool GuardManager::records_on_held_value(PyObject* value) const {
     }
   }
   for (const auto& accessor : accessors_) {
+    if (accessor->reads_value_fixed_by(value)) {
+      OwnedRef fixed(accessor->access(value));
+      if (!fixed) {
+        discard_python_error();
+        return false;
+      }
+      if (!accessor->child()->decides_by_contents(fixed.get())) {
+        return false;
+      }
+      continue;
+    }
     PyObject* child = accessor->held_child(value, true);
     if (child == nullptr || !accessor->child()->records_on_held_value(child)) {
       return false;
     }
   }
   return true;
+}
+
+bool GuardManager::decides_by_contents(PyObject* value) const {
+  if (!accessors_.empty() || dynamic_cast<const DictGuardManager*>(this) != nullptr) {
+    return false;
+  }
+  return std::all_of(leaves_.begin(), leaves_.end(), [value](const LeafGuardPtr& leaf) {
+    return leaf->records_on_held_value(value) && !leaf->decides_by_identity();
+  });
 }
 
 GuardManager::MemoPlan GuardManager::place_memos() {
@@ -356,7 +376,8 @@ bool GuardAccessor::check(PyObject* parent, CheckContext* ctx) {
     if (!recorder.reachable(parent)) {
       return child_->check(child_value.get(), nullptr);
     }
-    if (record_identity_read(recorder, parent, child_value.get())) {
+    if (record_fixed_read(recorder, parent, child_value.get()) ||
+        record_identity_read(recorder, parent, child_value.get())) {
       return child_->check(child_value.get(), nullptr);
     }
     // While a value is held, only held reads may follow (MemoRecorder::held).
@@ -380,6 +401,10 @@ PyObject* GuardAccessor::held_child(PyObject* parent, bool parent_held) const {
   }
   const Py_ssize_t index = held_tuple_index(parent);
   return index >= 0 ? PyTuple_GET_ITEM(parent, index) : nullptr;
+}
+
+bool GuardAccessor::record_fixed_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {
+  return reads_value_fixed_by(parent) && child_->decides_by_contents(child) && recorder.live_object(parent);
 }
 
 bool GuardAccessor::record_held_read(MemoRecorder& recorder, PyObject* parent, PyObject* child) {

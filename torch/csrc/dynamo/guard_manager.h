@@ -106,9 +106,18 @@ class GuardManager {
   // Whether this subtree, on `value`, records only steps that are sound on
   // a held value (MemoRecorder::held): no dict manager, only leaves that
   // record so (LeafGuard::records_on_held_value), and only accessors with
-  // a held read of `value` whose subtrees do the same. Reads fields and
-  // tuple items of `value` and below, runs no Python.
+  // a held read of `value` whose subtrees do the same, or with a read of a
+  // value fixed by `value` whose subtree decides by contents
+  // (GuardAccessor::record_fixed_read). Reads fields and tuple items of
+  // `value` and below, and those fixed values (through builtin getters),
+  // runs no Python code.
   bool records_on_held_value(PyObject* value) const;
+  // No accessors, no dict manager, and only leaves that decide on `value`
+  // by what it is (its type, its immutable contents, its own length: what
+  // LeafGuard::records_on_held_value accepts), not by its address
+  // (LeafGuard::decides_by_identity): the subtree passes on every value of
+  // `value`'s type and contents.
+  bool decides_by_contents(PyObject* value) const;
   RootGuardManager* root() const { return root_; }
   size_t depth() const { return depth_; }
   // Managers alive in the process, for the lifetime tests.

@@ -43,6 +43,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "SlotAddress";
     case MemoStep::Kind::TupleItem:
       return "TupleItem";
+    case MemoStep::Kind::LiveObject:
+      return "LiveObject";
   }
   return "?";
 }
@@ -173,6 +175,20 @@ bool MemoRecorder::list_item(PyObject* list, Py_ssize_t index, PyObject* item) {
   weakrefs_.push_back(std::move(ref));
   push(step);
   anchor(item);
+  return true;
+}
+
+bool MemoRecorder::live_object(PyObject* obj) {
+  if (!reachable(obj) || !PyType_SUPPORTS_WEAKREFS(Py_TYPE(obj))) {
+    return false;
+  }
+  OwnedRef ref(PyWeakref_NewRef(obj, nullptr));
+  if (!ref) {
+    PyErr_Clear();
+    return false;
+  }
+  push(MemoStep(MemoStep::Kind::LiveObject, obj, ref.get(), 0));
+  identity_refs_.push_back(std::move(ref));
   return true;
 }
 
@@ -644,6 +660,11 @@ bool SubtreeMemo::validate(PyObject* value) const {
         ++proven_items.count;
         break;
       }
+      case MemoStep::Kind::LiveObject:
+        if (own_weakref_referent(static_cast<PyObject*>(s.b)) != s.a) {
+          return false;
+        }
+        break;
       case MemoStep::Kind::DictRun: {
         const DictCheck* run = dict_checks_.data() + s.c;
         const DictCheck* end = run + reinterpret_cast<uintptr_t>(s.b);
@@ -750,6 +771,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
       dict_checks_.clear();
       tensors_.clear();
       weakrefs_.clear();
+      identity_refs_.clear();
       watches_->clear();
     }
     return true;
@@ -769,6 +791,7 @@ bool SubtreeMemo::evaluate(GuardManager& owner, PyObject* value) {
   steps_ = recorder.take_steps();
   tensors_ = recorder.take_tensors();
   weakrefs_ = recorder.take_weakrefs();
+  identity_refs_ = recorder.take_identity_refs();
   bool pins_versions = false;
   bool runs_python = false;
   for (const MemoStep& step : steps_) {

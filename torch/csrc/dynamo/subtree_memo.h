@@ -110,6 +110,10 @@ struct MemoStep {
     // longer than c and that slot holds b (MemoRecorder::tuple_item). Only
     // the address is compared, as in FieldIdentity.
     TupleItem,
+    // The reachable object a is still the very object recorded: b, the
+    // log's weak reference to it, names a (MemoRecorder::live_object). a
+    // is never dereferenced.
+    LiveObject,
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
@@ -279,6 +283,16 @@ class MemoRecorder {
   // The item is not anchored. False, with nothing logged, when `tuple` is
   // no exact tuple holding `item` at `index` or is not reachable.
   bool tuple_item(PyObject* tuple, Py_ssize_t index, PyObject* item);
+  // Logs that the reachable `obj` is still the very object recorded, for a
+  // read of a value fixed for obj's life whose subtree is then skipped
+  // (GuardAccessor::record_fixed_read). The step compares `obj`'s address
+  // with the referent of a weak reference made here, owned by the log: a
+  // weak reference names an object only while that very object lives (it
+  // is cleared before the object is freed), so a new object at a reused
+  // address does not pass. Nothing is anchored and `obj` is never
+  // dereferenced, so it may be a held value. False, with nothing logged,
+  // when `obj` takes no weak references.
+  bool live_object(PyObject* obj);
   // The _parameters, _buffers and _modules dicts of an nn.Module.
   void module_dicts(PyObject* module);
   // What a lookup along `path` on `obj` reads besides the class: the class
@@ -310,6 +324,7 @@ class MemoRecorder {
   }
   std::vector<TensorRecord> take_tensors() { return std::move(tensors_); }
   std::vector<OwnedRef> take_weakrefs() { return std::move(weakrefs_); }
+  std::vector<OwnedRef> take_identity_refs() { return std::move(identity_refs_); }
 
  private:
   void push(MemoStep step) { steps_.push_back(step); }
@@ -340,6 +355,7 @@ class MemoRecorder {
   std::vector<MemoStep> steps_;
   std::vector<TensorRecord> tensors_;
   std::vector<OwnedRef> weakrefs_;  // the ListItem steps' weak references
+  std::vector<OwnedRef> identity_refs_;  // the LiveObject steps' weak references
   std::vector<HeldSlot> held_slots_;
   std::unordered_set<PyObject*> anchored_;
   // The values held now, each with how many reads hold it (one object can
@@ -501,6 +517,7 @@ class SubtreeMemo {
   std::vector<DictCheck> dict_checks_;  // the DictRun steps' checks, in log order
   std::vector<TensorRecord> tensors_;   // the Tensor steps' records, in log order
   std::vector<OwnedRef> weakrefs_;      // the ListItem steps' weak references to their items, in log order
+  std::vector<OwnedRef> identity_refs_;  // the LiveObject steps' weak references
   // Whether some step pins a dict by its version and some step may run
   // Python code: validation then reads the dict version clock
   // (python_compat.h) around each such step, since that code may change a
