@@ -14,6 +14,7 @@ struct ModuleFacts {
   getattrofunc module_getattro = nullptr;  // the getattr slot of classes defining __getattr__
   PyObject* object_getattribute = nullptr;  // object.__getattribute__ (borrowed from object's dict)
   PyObject* object_class = nullptr;  // object.__class__, a getset (borrowed from object's dict)
+  PyObject* type_getattribute = nullptr;  // type.__getattribute__ (borrowed from type's dict)
   PyObject* getattr_name = nullptr;
   PyObject* getattribute_name = nullptr;
   PyObject* class_name = nullptr;  // "__class__"
@@ -28,6 +29,7 @@ const ModuleFacts& module_facts() {
     f.object_getattribute = PyDict_GetItemWithError(type_dict(&PyBaseObject_Type), f.getattribute_name);
     f.class_name = PyUnicode_InternFromString("__class__");
     f.object_class = PyDict_GetItemWithError(type_dict(&PyBaseObject_Type), f.class_name);
+    f.type_getattribute = PyDict_GetItemWithError(type_dict(&PyType_Type), f.getattribute_name);
     PyObject* nn = PyImport_ImportModule("torch.nn");
     PyObject* module_type = nn != nullptr ? PyObject_GetAttrString(nn, "Module") : nullptr;
     if (module_type != nullptr && PyType_Check(module_type)) {
@@ -257,8 +259,18 @@ bool type_attribute_answers(PyObject* cls, PyObject* name, PyObject* value) {
   }
   auto* type = reinterpret_cast<PyTypeObject*>(cls);
   PyTypeObject* meta = Py_TYPE(cls);
-  if (meta->tp_getattro != PyType_Type.tp_getattro) {
-    return false;  // a metaclass's own __getattribute__ or __getattr__
+  // type's own lookup answers: the metaclass's getattr slot is type's, or
+  // that of a metaclass defining __getattr__ (3.11's EnumType) whose
+  // __getattribute__ is type's: the slot runs that lookup and calls
+  // __getattr__ only on AttributeError, which a lookup finding `value`
+  // below does not raise. A metaclass's own __getattribute__ answers
+  // otherwise.
+  const ModuleFacts& facts = module_facts();
+  const bool types_lookup = meta->tp_getattro == PyType_Type.tp_getattro ||
+      (facts.module_getattro != nullptr && meta->tp_getattro == facts.module_getattro &&
+       facts.type_getattribute != nullptr && _PyType_Lookup(meta, facts.getattribute_name) == facts.type_getattribute);
+  if (!types_lookup) {
+    return false;
   }
   // type's lookup: a data descriptor of the metaclass first. Those are
   // left to the caller's other paths: 3.13 reports no PyType_Modified when

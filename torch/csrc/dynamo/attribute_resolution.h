@@ -116,7 +116,8 @@ bool class_value_answers(PyObject* obj, PyObject* name, PyObject* value, bool ge
 bool class_of_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
 
 // True when `cls.name` is `value` by type's own lookup on the class `cls`:
-// the metaclass's getattr slot is type's, it has no data descriptor `name`,
+// the metaclass's getattr slot is type's (or runs type's __getattribute__
+// before a __getattr__), it has no data descriptor `name`,
 // and the first `name` along cls's MRO is `value` itself, returned unbound:
 // a function (whose __get__ without an instance returns it) or an object
 // whose type has no __get__ and is immutable or `cls` itself. Sound while

@@ -45,6 +45,8 @@ const char* memo_step_kind_name(MemoStep::Kind kind) {
       return "TupleItem";
     case MemoStep::Kind::LiveObject:
       return "LiveObject";
+    case MemoStep::Kind::ClassTag:
+      return "ClassTag";
   }
   return "?";
 }
@@ -313,8 +315,16 @@ bool MemoRecorder::type_state(PyObject* type) {
   }
   auto* t = reinterpret_cast<PyTypeObject*>(type);
   const unsigned int tag = assigned_type_version_tag(t);
-  if (tag == 0 || !watch_type(t, tag)) {
+  if (tag == 0) {
     return false;
+  }
+  if (!watch_type(t, tag)) {
+    if (type == memo_value_) {
+      // Matched by address only: the step reads inside it as a class, so
+      // its type (a metaclass, hence the layout) is pinned first.
+      this->type(type);
+    }
+    push({MemoStep::Kind::ClassTag, type, nullptr, tag});
   }
   pinned_types_.insert(type);
   return true;
@@ -662,6 +672,11 @@ bool SubtreeMemo::validate(PyObject* value) const {
       }
       case MemoStep::Kind::LiveObject:
         if (own_weakref_referent(static_cast<PyObject*>(s.b)) != s.a) {
+          return false;
+        }
+        break;
+      case MemoStep::Kind::ClassTag:
+        if (type_version_tag(static_cast<PyTypeObject*>(s.a)) != s.c) {
           return false;
         }
         break;

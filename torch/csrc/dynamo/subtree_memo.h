@@ -114,6 +114,9 @@ struct MemoStep {
     // log's weak reference to it, names a (MemoRecorder::live_object). a
     // is never dereferenced.
     LiveObject,
+    // The reachable class a still has the valid version tag c, which pins
+    // its MRO's dicts (MemoRecorder::type_state, where no watch is set).
+    ClassTag,
   };
   MemoStep(Kind k, void* a_, void* b_, uint64_t c_) : kind(k), a(a_), b(b_), c(c_) {}
 
@@ -259,9 +262,11 @@ class MemoRecorder {
   // changes only together with that tag (the MRO) is then pinned too.
   bool type_state_pinned(PyObject* type) const { return pinned_types_.count(type) != 0; }
   // Pins the state of the reachable class `type` itself (its MRO's dicts,
-  // its slots, its name), as type_of() pins an object's class: true when
-  // type_of() pinned it already or a watch on it is set (3.12 on), with no
-  // step; false where neither is possible (3.11), and the caller walks.
+  // its slots, its name), as type_of() pins an object's class: with no
+  // step when type_of() pinned it already or a watch on it is set (3.12
+  // on), else (3.11) by a ClassTag step comparing its own version tag,
+  // which CPython invalidates on every change to the class or a base and
+  // never gives another class. False when the class has no valid tag.
   bool type_state(PyObject* type);
   // Pins `item`, read as item `index` of the reachable exact list `list`,
   // by identity, and anchors it. A list signals no change, so the step
