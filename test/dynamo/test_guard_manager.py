@@ -1273,6 +1273,35 @@ class SubtreeMemoTests(TestCase):
 
         self.assert_memo_invalidated(replace)
 
+    def test_memo_instance_dict_replaced_after_dict_then_attribute_read(self):
+        # `o.__dict__` read before `o.flag`: the log's first step on the
+        # memo's value checks its type and then also its __dict__ slot; the
+        # attribute read adds the class's tag to that step and must keep the
+        # slot compare (the old dict, kept alive, stays unchanged).
+        class Obj:
+            pass
+
+        o = Obj()
+        o.flag, o.x = 1, 2
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("o", 0), "L['o']", o, PLAIN)
+        m.get_generic_dict_manager("L['o'].__dict__", o.__dict__, PLAIN).add_dict_contains_guard(
+            True, "x", ["'x' in L['o'].__dict__"], None
+        )
+        m.getattr_manager("flag", "L['o'].flag", 1, PLAIN).add_equals_match_guard(1, ["L['o'].flag == 1"], None)
+        root.finalize()
+        value = {"o": o}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.assertTrue(m.is_memoized())
+        self.assertNotIn("Walk", m.memo_log_kinds())
+        old = o.__dict__
+        o.__dict__ = {"flag": 1}
+        self.assertFalse(root.check(value))
+        self.assertFalse(root.check_verbose(value).result)
+        o.__dict__ = old
+        self.assertTrue(root.check(value))
+
     def test_memo_class_swapped(self):
         class Other(Holder):
             pass
@@ -1575,43 +1604,40 @@ class SubtreeMemoTests(TestCase):
         obj.fn = lambda: 2
         self.assertFalse(root.check({"m": obj}))
 
+    def code_attribute_tree(self, name: str) -> tuple[Any, Holder, dict]:
+        # A lambda's code object with one equality guard on its attribute
+        # `name`; returns the root, the object and the log's step kinds.
+        obj = self.fresh()
+        obj.fn = lambda: 1
+        expected = getattr(obj.fn.__code__, name)
+        root, m = self.function_code_tree(
+            obj,
+            lambda code: code.getattr_manager(name, f"L['m'].fn.__code__.{name}", expected, PLAIN).add_equals_match_guard(
+                expected, [name], None
+            ),
+        )
+        self.assertTrue(root.check({"m": obj}))
+        kinds = m.memo_log_kinds()
+        self.assertTrue(root.check({"m": obj}))
+        return root, obj, kinds
+
     def test_memo_function_code_guarded_beyond_identity_is_walked(self):
         # A guard on what the code object holds, not only on which object it
         # is, through an attribute not known to be fixed by the code object
         # (co_consts: the list of CodeAttribute reads leaves it out): the
         # field compare would not decide it, so the read is walked.
-        obj = self.fresh()
-        obj.fn = lambda: 1
-        root, m = self.function_code_tree(
-            obj,
-            lambda code: code.getattr_manager(
-                "co_consts", "L['m'].fn.__code__.co_consts", obj.fn.__code__.co_consts, PLAIN
-            ).add_equals_match_guard(obj.fn.__code__.co_consts, ["co_consts"], None),
-        )
-        self.assertTrue(root.check({"m": obj}))
-        kinds = m.memo_log_kinds()
+        root, obj, kinds = self.code_attribute_tree("co_consts")
         self.assertNotIn("FieldIdentity", kinds)
         self.assertEqual(kinds.get("Walk"), 1)
-        self.assertTrue(root.check({"m": obj}))
         obj.fn.__code__ = (lambda: 2).__code__
         self.assertFalse(root.check({"m": obj}))
 
     def test_memo_function_code_name_pinned_by_the_code_object(self):
         # co_name is fixed by the code object: the code is a held field and
         # its name one LiveObject step (CodeAttributeReadTests).
-        obj = self.fresh()
-        obj.fn = lambda: 1
-        root, m = self.function_code_tree(
-            obj,
-            lambda code: code.getattr_manager(
-                "co_name", "L['m'].fn.__code__.co_name", obj.fn.__code__.co_name, PLAIN
-            ).add_equals_match_guard(obj.fn.__code__.co_name, ["co_name"], None),
-        )
-        self.assertTrue(root.check({"m": obj}))
-        kinds = m.memo_log_kinds()
+        root, obj, kinds = self.code_attribute_tree("co_name")
         self.assertEqual((kinds.get("FieldIdentity"), kinds.get("LiveObject")), (1, 1))
         self.assertNotIn("Walk", kinds)
-        self.assertTrue(root.check({"m": obj}))
 
         def renamed():
             return 2

@@ -224,8 +224,16 @@ void MemoRecorder::type_tag(PyObject* obj) {
   if (typed != types_.end() && typed->second.first == t) {
     // The log already checks this object's type: that step checks the tag
     // too (it also compares the type), at the earlier position, where the
-    // object is as reachable as here.
-    steps_[typed->second.second] = step;
+    // object is as reachable as here. It may since have taken the object's
+    // __dict__ slot (object_dict), which it must go on checking; a watched
+    // type needs nothing more than the type compare already there.
+    MemoStep& earlier = steps_[typed->second.second];
+    if (step.kind == MemoStep::Kind::TypeTag && earlier.kind == MemoStep::Kind::Type) {
+      earlier = step;
+    } else if (step.kind == MemoStep::Kind::TypeTag && earlier.kind == MemoStep::Kind::TypedObjectDict) {
+      earlier.kind = MemoStep::Kind::TaggedObjectDict;
+      earlier.tag = tag;
+    }
     return;
   }
   push(step);
