@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import gc
 import os
 import re
@@ -40,6 +41,16 @@ def assert_fails_until_restored(test: TestCase, root: Any, value: dict, mutate, 
     finally:
         restore()
     test.assertTrue(root.check(value))
+
+
+def assert_logged_without_walks(test: TestCase, root: Any, manager: Any, value: dict) -> None:
+    """Finalizes ``root``; its check of ``value`` passes twice (recording,
+    then validating ``manager``'s log), and that log walks no read."""
+    root.finalize()
+    test.assertTrue(root.check(value))
+    test.assertTrue(root.check(value))
+    test.assertTrue(manager.is_memoized())
+    test.assertNotIn("Walk", manager.memo_log_kinds())
 
 
 def id_type(x: object) -> int:
@@ -1289,12 +1300,8 @@ class SubtreeMemoTests(TestCase):
             True, "x", ["'x' in L['o'].__dict__"], None
         )
         m.getattr_manager("flag", "L['o'].flag", 1, PLAIN).add_equals_match_guard(1, ["L['o'].flag == 1"], None)
-        root.finalize()
         value = {"o": o}
-        self.assertTrue(root.check(value))
-        self.assertTrue(root.check(value))
-        self.assertTrue(m.is_memoized())
-        self.assertNotIn("Walk", m.memo_log_kinds())
+        assert_logged_without_walks(self, root, m, value)
         old = o.__dict__
         o.__dict__ = {"flag": 1}
         self.assertFalse(root.check(value))
@@ -3241,6 +3248,247 @@ class ClassAttributeReadTests(TestCase):
         self.fails_until_restored(
             root, value, lambda: setattr(mod, "__class__", Scaled), lambda: setattr(mod, "__class__", torch.nn.Linear)
         )
+
+
+class Settings:
+    def __init__(self) -> None:
+        self.x = 1
+
+
+class InstanceDictReadTests(TestCase):
+    """``obj.__dict__`` read through the generic lookup (a config's
+    ``super().__getattribute__("__dict__")``) or getattr, pinned by the
+    class's tag and the object's __dict__ slot where the class's
+    ``__dict__`` is the getset CPython gives Python classes, instead of a
+    lookup on every check. Every change that makes the read answer
+    otherwise, or the dict hold other keys, fails the check."""
+
+    def tree(self, obj: object, generic: bool = True) -> tuple[guards.RootGuardManager, Any]:
+        root = guards.RootGuardManager()
+        o = root.framelocals_manager(("o", 0), "L['o']", obj, PLAIN)
+        read = o.generic_getattr_manager if generic else o.getattr_manager
+        d = read("__dict__", "L['o'].__dict__", obj.__dict__, PLAIN)
+        d.add_dict_contains_guard(True, "x", ["'x' in L['o'].__dict__"], None)
+        d.add_dict_contains_guard(False, "y", ["'y' not in L['o'].__dict__"], None)
+        root.finalize()
+        value = {"o": obj}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        return root, o
+
+    def pinned(self, generic: bool = True) -> tuple[guards.RootGuardManager, Settings, dict]:
+        obj = Settings()
+        root, o = self.tree(obj, generic)
+        self.assertTrue(o.is_memoized())
+        self.assertNotIn("Walk", o.memo_log_kinds())
+        return root, obj, {"o": obj}
+
+    def test_dict_replaced(self):
+        root, obj, value = self.pinned()
+        old = obj.__dict__
+        assert_fails_until_restored(
+            self, root, value, lambda: setattr(obj, "__dict__", {"x": 1, "y": 2}), lambda: setattr(obj, "__dict__", old)
+        )
+
+    def test_key_added_or_removed(self):
+        for generic in (True, False):
+            root, obj, value = self.pinned(generic)
+            assert_fails_until_restored(self, root, value, lambda: setattr(obj, "y", 2), lambda: delattr(obj, "y"))
+            assert_fails_until_restored(self, root, value, lambda: obj.__dict__.update(y=2), lambda: obj.__dict__.pop("y"))
+            assert_fails_until_restored(self, root, value, lambda: delattr(obj, "x"), lambda: setattr(obj, "x", 1))
+
+    def test_class_switched_to_one_whose_dict_is_a_property(self):
+        class Shadowing(Settings):
+            __dict__ = property(lambda self: {"y": 2})
+
+        root, obj, value = self.pinned()
+        self.assertEqual(object.__getattribute__(Shadowing(), "__dict__"), {"y": 2})
+        assert_fails_until_restored(
+            self, root, value, lambda: setattr(obj, "__class__", Shadowing), lambda: setattr(obj, "__class__", Settings)
+        )
+
+    def test_class_given_getattribute_answering_otherwise(self):
+        # Through getattr, not the generic lookup: a __getattribute__ the
+        # class gains answers first.
+        root, obj, value = self.pinned(generic=False)
+
+        def getattribute(self, name):
+            return {"y": 2} if name == "__dict__" else object.__getattribute__(self, name)
+
+        assert_fails_until_restored(
+            self, root, value, lambda: setattr(Settings, "__getattribute__", getattribute), lambda: delattr(Settings, "__getattribute__")
+        )
+
+    def test_builtin_type_dict_replaced_or_key_added(self):
+        # functools.partial keeps its own __dict__ getset (CPython's generic
+        # one): a subclass's instances read it through that.
+        class Partial(functools.partial):
+            pass
+
+        obj = Partial(print)
+        obj.x = 1
+        root, o = self.tree(obj)
+        self.assertNotIn("Walk", o.memo_log_kinds())
+        value = {"o": obj}
+        old = obj.__dict__
+        assert_fails_until_restored(
+            self, root, value, lambda: setattr(obj, "__dict__", {"x": 1, "y": 2}), lambda: setattr(obj, "__dict__", old)
+        )
+        assert_fails_until_restored(self, root, value, lambda: setattr(obj, "y", 2), lambda: delattr(obj, "y"))
+
+    def test_dict_property_consulting_outside_state_is_walked(self):
+        answers = [{"x": 1}]
+
+        class Computed:
+            __dict__ = property(lambda self: answers[0])
+
+        obj = Computed()
+        root, o = self.tree(obj)
+        self.assertIn("Walk", o.memo_log_kinds())
+        assert_fails_until_restored(self, root, {"o": obj}, lambda: answers.__setitem__(0, {"y": 2}), lambda: answers.__setitem__(0, {"x": 1}))
+
+
+class PythonStepTests(TestCase):
+    """A Leaf or Walk step of a log that runs Python code (here a lambda
+    guard) may change what the steps before it compared in ways no dict
+    version or watch reports: an object's ``__dict__`` slot or ``__class__``
+    reassigned, or an object freed that later steps read. After such a step
+    the steps before it are checked again, so the log gives the walk's
+    verdict (``check_verbose``) and reads nothing freed."""
+
+    def two_reads(self, obj: object, side_effect, second: str = "y") -> tuple[guards.RootGuardManager, Any]:
+        # obj.x with the lambda guard, then obj.<second> compared to its value.
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("o", 0), "L['o']", obj, PLAIN)
+        m.getattr_manager("x", "L['o'].x", obj.x, PLAIN).add_lambda_guard(side_effect, ["side_effect"], None)
+        expected = getattr(obj, second)
+        read = m.getattr_manager(second, f"L['o'].{second}", expected, PLAIN)
+        if isinstance(expected, tuple):
+            read.add_length_check_guard(len(expected), [f"len(L['o'].{second})"], None)
+        else:
+            read.add_equals_match_guard(expected, [f"L['o'].{second} == {expected!r}"], None)
+        value = {"o": obj}
+        assert_logged_without_walks(self, root, m, value)
+        return root, value
+
+    @staticmethod
+    def armed(action) -> tuple[list[bool], Any]:
+        arm = [False]
+
+        def side_effect(_: object) -> bool:
+            if arm[0]:
+                arm[0] = False
+                action()
+            return True
+
+        return arm, side_effect
+
+    def test_instance_dict_swapped_by_a_python_guard(self):
+        class Obj:
+            pass
+
+        o = Obj()
+        o.x, o.y = 1, 1
+        other, kept = {"x": 1, "y": 2}, []  # made before the check: no dict is created during it
+        arm, side_effect = self.armed(lambda: (kept.append(o.__dict__), setattr(o, "__dict__", other)))
+        root, value = self.two_reads(o, side_effect)
+        arm[0] = True
+        self.assertFalse(root.check(value))
+        o.__dict__ = kept[0]
+        self.assertTrue(root.check(value))
+
+    def test_class_swapped_by_a_python_guard(self):
+        class A:
+            x, y = 1, 1
+
+        class B:
+            x, y = 1, 2
+
+        o = A()
+        arm, side_effect = self.armed(lambda: setattr(o, "__class__", B))
+        root, value = self.two_reads(o, side_effect)
+        arm[0] = True
+        self.assertFalse(root.check(value))
+        o.__class__ = A
+        self.assertTrue(root.check(value))
+
+    def test_class_attribute_replaced_by_a_python_guard(self):
+        # No __dict__: the log pins the class attributes by the class alone.
+        class Slotted:
+            __slots__ = ()
+            x, y = 1, 1
+
+        o = Slotted()
+        arm, side_effect = self.armed(lambda: setattr(Slotted, "y", 2))
+        root, value = self.two_reads(o, side_effect)
+        arm[0] = True
+        self.assertFalse(root.check(value))
+        Slotted.y = 1
+        self.assertTrue(root.check(value))
+
+    def test_value_freed_by_a_python_guard(self):
+        # The swap frees the old dict and the 25-item tuple it held, which
+        # the next step would read (under the sanitizer: a report).
+        class Obj:
+            pass
+
+        class Marker:
+            pass
+
+        o = Obj()
+        o.x, o.t, o.marker = 1, tuple(range(100, 125)), Marker()
+        other = {"x": 1, "t": tuple(range(3))}
+        arm, side_effect = self.armed(lambda: setattr(o, "__dict__", other))
+        root, value = self.two_reads(o, side_effect, second="t")
+        old_dict_alive = weakref.ref(o.marker)
+        arm[0] = True
+        self.assertFalse(root.check(value))
+        self.assertIsNone(old_dict_alive(), "the old dict died during the check")
+        self.assertFalse(root.check_verbose(value).result)
+
+    def test_device_and_dtype_equality_runs_no_python(self):
+        # `==` on torch.device and torch.dtype runs no Python code: those
+        # leaves are no Python steps; one on a class with its own __eq__ is.
+        class Tagged:
+            def __init__(self, tag: str) -> None:
+                self.tag = tag
+
+            def __eq__(self, other: object) -> bool:
+                return isinstance(other, Tagged) and other.tag == self.tag
+
+        class Obj:
+            pass
+
+        o = Obj()
+        o.device, o.dtype, o.tagged = torch.device("cpu"), torch.float32, Tagged("a")
+        root = guards.RootGuardManager()
+        m = root.framelocals_manager(("o", 0), "L['o']", o, PLAIN)
+        for name in ("device", "dtype", "tagged"):
+            expected = getattr(o, name)
+            m.getattr_manager(name, f"L['o'].{name}", expected, PLAIN).add_equals_match_guard(expected, [name], None)
+        root.finalize()
+        value = {"o": o}
+        self.assertTrue(root.check(value))
+        self.assertTrue(root.check(value))
+        self.assertEqual(m.memo_python_steps(), [(len(m.memo_log_steps()) - 1, "EQUALS_MATCH")])
+        assert_fails_until_restored(
+            self, root, value, lambda: setattr(o, "device", torch.device("meta")), lambda: setattr(o, "device", torch.device("cpu"))
+        )
+        assert_fails_until_restored(self, root, value, lambda: setattr(o, "dtype", torch.float64), lambda: setattr(o, "dtype", torch.float32))
+        assert_fails_until_restored(self, root, value, lambda: setattr(o, "tagged", Tagged("b")), lambda: setattr(o, "tagged", Tagged("a")))
+
+    def test_python_guard_without_effects_passes(self):
+        class Obj:
+            pass
+
+        o = Obj()
+        o.x, o.y = 1, 1
+        _, side_effect = self.armed(lambda: None)
+        root, value = self.two_reads(o, side_effect)
+        for _ in range(3):
+            self.assertTrue(root.check(value))
+        o.y = 2
+        self.assertFalse(root.check(value))
 
 
 class GlobalStateTests(TestCase):

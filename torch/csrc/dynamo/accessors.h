@@ -236,7 +236,9 @@ class GetGenericDictGuardAccessor : public KeyedAccessor<GetGenericDictGuardAcce
 // __dict__ answered is pinned by the class tag and that dict; a read a
 // class attribute answered with a plain value (class_value_answers), by
 // the class tag and the instance __dict__ lacking the name; `__class__`
-// through object's getset (class_of_answers), as type(parent) is; a class's
+// through object's getset (class_of_answers), as type(parent) is;
+// `__dict__` through a Python class's getset (instance_dict_read_answers),
+// by the class tag and the __dict__ slot; a class's
 // own attribute (type_attribute_answers), by the metaclass's tag and the
 // class's own state (MemoRecorder::type_state).
 template <typename Derived>
@@ -256,6 +258,9 @@ class InstanceAttrAccessor : public KeyedAccessor<Derived> {
       }
     } else if (class_of_answers(parent, name, child, Derived::kReadsGenerically)) {
       return recorder.type_of(parent);  // anchors the class
+    } else if (instance_dict_read_answers(parent, name, child, Derived::kReadsGenerically)) {
+      recorder.type_tag(parent);
+      recorder.object_dict(parent);  // anchors the dict
     } else if (!Derived::kReadsGenerically && type_attribute_answers(parent, name, child)) {
       if (!recorder.type_state(parent)) {
         return false;

@@ -15,10 +15,29 @@ struct ModuleFacts {
   PyObject* object_getattribute = nullptr;  // object.__getattribute__ (borrowed from object's dict)
   PyObject* object_class = nullptr;  // object.__class__, a getset (borrowed from object's dict)
   PyObject* type_getattribute = nullptr;  // type.__getattribute__ (borrowed from type's dict)
+  getter instance_dict_getter = nullptr;  // what the `__dict__` getset of Python classes' instances runs
   PyObject* getattr_name = nullptr;
   PyObject* getattribute_name = nullptr;
   PyObject* class_name = nullptr;  // "__class__"
+  PyObject* dict_name = nullptr;   // "__dict__"
 };
+
+// The getter of the `__dict__` getset CPython gives every Python class that
+// adds an instance __dict__ (one C function, shared by all of them), read
+// from a class made for the purpose; nullptr if none could be made.
+getter python_class_dict_getter(PyObject* dict_name) {
+  PyObject* probe = PyObject_CallFunction(reinterpret_cast<PyObject*>(&PyType_Type), "s(){}", "DictProbe");  // new
+  if (probe == nullptr) {
+    return nullptr;
+  }
+  getter get = nullptr;
+  PyObject* descr = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(probe), dict_name);  // borrowed
+  if (descr != nullptr && Py_IS_TYPE(descr, &PyGetSetDescr_Type)) {
+    get = reinterpret_cast<PyGetSetDescrObject*>(descr)->d_getset->get;
+  }
+  Py_DECREF(probe);
+  return get;
+}
 
 // Read once; torch.nn.Module and object live for the whole process.
 const ModuleFacts& module_facts() {
@@ -30,6 +49,8 @@ const ModuleFacts& module_facts() {
     f.class_name = PyUnicode_InternFromString("__class__");
     f.object_class = PyDict_GetItemWithError(type_dict(&PyBaseObject_Type), f.class_name);
     f.type_getattribute = PyDict_GetItemWithError(type_dict(&PyType_Type), f.getattribute_name);
+    f.dict_name = PyUnicode_InternFromString("__dict__");
+    f.instance_dict_getter = python_class_dict_getter(f.dict_name);
     PyObject* nn = PyImport_ImportModule("torch.nn");
     PyObject* module_type = nn != nullptr ? PyObject_GetAttrString(nn, "Module") : nullptr;
     if (module_type != nullptr && PyType_Check(module_type)) {
@@ -251,6 +272,26 @@ bool class_of_answers(PyObject* obj, PyObject* name, PyObject* value, bool gener
       (facts.module_getattro != nullptr && type->tp_getattro == facts.module_getattro &&
        _PyType_Lookup(type, facts.getattribute_name) == facts.object_getattribute);
   return objects_lookup && _PyType_Lookup(type, name) == facts.object_class;
+}
+
+bool instance_dict_read_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read) {
+  const ModuleFacts& facts = module_facts();
+  PyTypeObject* type = Py_TYPE(obj);
+  if (name != facts.dict_name || facts.instance_dict_getter == nullptr || !PyDict_Check(value) ||
+      instance_dict(obj) != value || !reads_generically(type, name, generic_read)) {
+    return false;
+  }
+  // The generic lookup calls the MRO's first `__dict__` (a data
+  // descriptor) before anything else. Two getters return the dict in the
+  // object's slot: the one Python classes get, and PyObject_GenericGetDict
+  // (builtin types with a __dict__: functools.partial, functions). Any
+  // other (an extension type's own) could answer from elsewhere.
+  PyObject* descr = _PyType_Lookup(type, name);  // borrowed
+  if (descr == nullptr || !Py_IS_TYPE(descr, &PyGetSetDescr_Type)) {
+    return false;
+  }
+  getter get = reinterpret_cast<PyGetSetDescrObject*>(descr)->d_getset->get;
+  return get == facts.instance_dict_getter || get == PyObject_GenericGetDict;
 }
 
 bool type_attribute_answers(PyObject* cls, PyObject* name, PyObject* value) {

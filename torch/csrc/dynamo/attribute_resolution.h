@@ -115,6 +115,15 @@ bool class_value_answers(PyObject* obj, PyObject* name, PyObject* value, bool ge
 // (MemoRecorder::type_of).
 bool class_of_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read = false);
 
+// True when `obj.__dict__` is `value`, the dict in obj's __dict__ slot,
+// returned by the `__dict__` getset CPython gives Python classes: the
+// lookup is the generic one (as for instance_dict_answers), whose first
+// step calls that data descriptor, found first along the MRO. Such a read
+// is pinned by the class's version tag (which pins the MRO's `__dict__`
+// and the getattr slot) and by the object's __dict__ slot still holding
+// `value` (MemoRecorder::object_dict).
+bool instance_dict_read_answers(PyObject* obj, PyObject* name, PyObject* value, bool generic_read);
+
 // True when `cls.name` is `value` by type's own lookup on the class `cls`:
 // the metaclass's getattr slot is type's (or runs type's __getattribute__
 // before a __getattr__), it has no data descriptor `name`,

@@ -469,6 +469,26 @@ PYBIND11_MODULE(_C, m) {
         });
         return reads;
       })
+      // The steps of the memo's log that may run Python code, after which
+      // validation checks the steps before them again: (position in
+      // memo_log_steps(), the leaf guard's kind or "Walk") pairs; empty
+      // without a log.
+      .def("memo_python_steps", [](const GuardManager& self) {
+        py::list found;
+        if (self.memo() == nullptr || !self.memo()->has_log()) {
+          return found;
+        }
+        size_t position = 0;
+        self.memo()->for_each_step([&](MemoStep::Kind kind, void*, const MemoStep& step) {
+          if (kind == MemoStep::Kind::Walk) {
+            found.append(py::make_tuple(position, "Walk"));
+          } else if (kind == MemoStep::Kind::Leaf && step.c != 0) {
+            found.append(py::make_tuple(position, static_cast<const LeafGuard*>(step.b)->kind()));
+          }
+          ++position;
+        });
+        return found;
+      })
       // What the memo's log pins by watching (watchers.h): the number of
       // watched dicts and types, and whether an event has voided the log;
       // None without a log.

@@ -492,6 +492,46 @@ static_assert(static_cast<int>(MemoStep::Kind::Tensor) == static_cast<int>(MemoS
                   static_cast<int>(MemoStep::Kind::Walk) == static_cast<int>(MemoStep::Kind::Leaf) + 2,
               "validate's prefetch tells Leaf, Tensor and Walk steps apart from the rest by one range compare");
 
+namespace {
+
+// The items the ListItem steps proved, held until validation ends: the
+// referents of the log's first `count` weak references (a ListItem step's
+// tag numbers it in log order), alive because held. No allocation.
+struct ProvenItems {
+  const std::vector<OwnedRef>& refs;
+  size_t count = 0;
+  ~ProvenItems() {
+    for (size_t k = 0; k < count; ++k) {
+      Py_DECREF(own_weakref_referent(refs[k].get()));
+    }
+  }
+};
+
+}  // namespace
+
+// What one validation carries from step to step.
+struct SubtreeMemo::Validation {
+  const WatchSet& watches;
+  const bool reads_dict_clock;
+  DictClock clock;
+  ProvenItems proven_items;
+  // The dispatch state of this evaluation, read on the first Tensor step
+  // and shared by the rest: a Leaf or Walk step that runs a nested
+  // evaluation restores the outer state before it returns.
+  TensorLocalState fresh_state;
+  const TensorLocalState* tensor_state = nullptr;
+
+  // After a step that may have run Python code: no dict was created or
+  // changed meanwhile, so every dict the log checked by version still is
+  // what the check saw, and no watched one changed either.
+  bool untouched() {
+    if (watches.changed()) {
+      return false;
+    }
+    return !reads_dict_clock || dicts_untouched_since(clock);
+  }
+};
+
 bool SubtreeMemo::validate(PyObject* value) const {
   // The watched dicts and types stand unchanged, or the log is void.
   const WatchSet& watches = *watches_;
@@ -503,35 +543,18 @@ bool SubtreeMemo::validate(PyObject* value) const {
     explicit InProgress(int& c) : count(c) { ++count; }
     ~InProgress() { --count; }
   } in_progress(validating_);
+  Validation validation{
+      watches, reads_dict_clock_, reads_dict_clock_ ? read_dict_clock() : DictClock{}, ProvenItems{weakrefs_}};
+  return run_steps<false>(steps_.size(), validation);
+}
+
+bool SubtreeMemo::still_holds_after_python(size_t end, Validation& validation) const {
+  return validation.untouched() && run_steps<true>(end, validation);
+}
+
+template <bool kRecheck>
+bool SubtreeMemo::run_steps(size_t n, Validation& validation) const {
   const MemoStep* steps = steps_.data();
-  const size_t n = steps_.size();
-  // The dispatch state of this evaluation, read on the first Tensor step
-  // and shared by the rest: a Leaf or Walk step that runs a nested
-  // evaluation restores the outer state before it returns.
-  TensorLocalState fresh_state;
-  const TensorLocalState* tensor_state = nullptr;
-  DictClock clock = reads_dict_clock_ ? read_dict_clock() : DictClock{};
-  // The items the ListItem steps proved, held until validation ends: the
-  // referents of the log's first `count` weak references (a ListItem step's
-  // tag numbers it in log order), alive because held. No allocation.
-  struct ProvenItems {
-    const std::vector<OwnedRef>& refs;
-    size_t count = 0;
-    ~ProvenItems() {
-      for (size_t k = 0; k < count; ++k) {
-        Py_DECREF(own_weakref_referent(refs[k].get()));
-      }
-    }
-  } proven_items{weakrefs_};
-  // After a step that may have run Python code: no dict was created or
-  // changed meanwhile, so every dict the log checked by version still is
-  // what the check saw, and no watched one changed either.
-  auto untouched = [&]() {
-    if (watches.changed()) {
-      return false;
-    }
-    return !reads_dict_clock_ || dicts_untouched_since(clock);
-  };
   for (size_t i = 0; i < n; ++i) {
     // Start loading the object a later step reads: the steps are cheap and
     // their objects scattered, so a check otherwise waits on one cache miss
@@ -573,12 +596,12 @@ bool SubtreeMemo::validate(PyObject* value) const {
       continue;
     }
     if (s.kind == MemoStep::Kind::Tensor) {
-      if (tensor_state == nullptr) {
-        tensor_state = &TensorLocalState::current(fresh_state);
+      if (validation.tensor_state == nullptr) {
+        validation.tensor_state = &TensorLocalState::current(validation.fresh_state);
       }
       const TensorRecord& record = tensors_[s.tag];
       PyObject* tensor = static_cast<PyObject*>(s.a);
-      if (!tensor_record_matches(record, static_cast<const TENSOR_MATCH*>(s.b), tensor, *tensor_state)) {
+      if (!tensor_record_matches(record, static_cast<const TENSOR_MATCH*>(s.b), tensor, *validation.tensor_state)) {
         return false;
       }
       // The tensor's type is the recorded one (just compared): its
@@ -617,7 +640,8 @@ bool SubtreeMemo::validate(PyObject* value) const {
         break;
       }
       case MemoStep::Kind::Dict:
-        if (dict_version(static_cast<PyObject*>(s.a)) != s.c) {
+        // Rechecked: the dict clock just read covers what a version would.
+        if (!kRecheck && dict_version(static_cast<PyObject*>(s.a)) != s.c) {
           return false;
         }
         break;
@@ -634,14 +658,24 @@ bool SubtreeMemo::validate(PyObject* value) const {
         break;
       }
       case MemoStep::Kind::Leaf:
-        // A leaf may run Python code (a lambda guard), which may change a
-        // dict, or let another thread do it.
-        if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a)) || (s.c != 0 && !untouched())) {
+        // A leaf may run Python code (a lambda guard), which may change
+        // what the steps before it checked, or let another thread do it
+        // (still_holds_after_python). Rechecking, such a leaf's verdict
+        // stands: it is not run again.
+        if (kRecheck && s.c != 0) {
+          break;
+        }
+        if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a)) ||
+            (s.c != 0 && !still_holds_after_python(i, validation))) {
           return false;
         }
         break;
       case MemoStep::Kind::Walk:
-        if (!static_cast<GuardAccessor*>(s.b)->check(static_cast<PyObject*>(s.a), nullptr) || !untouched()) {
+        if (kRecheck) {
+          break;  // as a Python leaf's
+        }
+        if (!static_cast<GuardAccessor*>(s.b)->check(static_cast<PyObject*>(s.a), nullptr) ||
+            !still_holds_after_python(i, validation)) {
           return false;
         }
         break;
@@ -674,8 +708,10 @@ bool SubtreeMemo::validate(PyObject* value) const {
             own_weakref_referent(weakrefs_[s.tag].get()) != s.b) {
           return false;
         }
-        Py_INCREF(static_cast<PyObject*>(s.b));
-        ++proven_items.count;
+        if (!kRecheck) {
+          Py_INCREF(static_cast<PyObject*>(s.b));
+          ++validation.proven_items.count;
+        }
         break;
       }
       case MemoStep::Kind::LiveObject:
@@ -689,6 +725,9 @@ bool SubtreeMemo::validate(PyObject* value) const {
         }
         break;
       case MemoStep::Kind::DictRun: {
+        if (kRecheck) {
+          break;  // as a Dict step's
+        }
         const DictCheck* run = dict_checks_.data() + s.c;
         const DictCheck* end = run + reinterpret_cast<uintptr_t>(s.b);
         const DictCheck* last = dict_checks_.data() + dict_checks_.size();

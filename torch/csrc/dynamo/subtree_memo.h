@@ -509,6 +509,18 @@ class SubtreeMemo {
   // dynamic-dimension marks) thus costs one step instead of two or three.
   static void fuse_tensor_steps(std::vector<MemoStep>& steps, std::vector<TensorRecord>& tensors);
   bool validate(PyObject* value) const;
+  struct Validation;
+  // Runs steps [0, n) of the log. A Leaf or Walk step that runs Python code
+  // may change anything the steps before it compared, in ways no dict
+  // version or watch reports (an object's __dict__ slot or __class__
+  // reassigned, a cell or list written, an object freed that later steps
+  // would read): after it, the steps before it are run again (kRecheck),
+  // all but the Dict steps, which the dict clock or the watches cover, and
+  // the Python steps, whose verdicts stand. Only then do the steps after
+  // it run, each on objects proven again.
+  template <bool kRecheck>
+  bool run_steps(size_t n, Validation& validation) const;
+  bool still_holds_after_python(size_t end, Validation& validation) const;
 
   bool valid_ = false;
   bool disabled_ = false;

@@ -59,11 +59,43 @@ static py::object snapshot_mutable_container(const py::object& value) {
   return value;
 }
 
+namespace {
+
+// torch.device (borrowed from the torch module, which lives as long as the
+// process), or nullptr.
+PyTypeObject* torch_device_type() {
+  static PyTypeObject* type = [] {
+    PyObject* torch = PyImport_ImportModule("torch");  // new
+    PyObject* device = torch != nullptr ? PyObject_GetAttrString(torch, "device") : nullptr;  // new
+    Py_XDECREF(torch);
+    PyTypeObject* found = device != nullptr && PyType_Check(device) ? reinterpret_cast<PyTypeObject*>(device) : nullptr;
+    Py_XDECREF(device);
+    PyErr_Clear();
+    return found;
+  }();
+  return type;
+}
+
+// Whether `a == b` for two objects of the exact type `type` runs no Python
+// code. The type must be immutable (no __eq__ can be set on it later); its
+// comparison then is object's identity compare (torch.dtype, torch.layout:
+// NotImplemented both ways, then identity), or torch.device's, which
+// compares the two devices' type and index in C++ and returns a bool.
+bool compares_without_python(PyTypeObject* type) {
+  if (!PyType_HasFeature(type, Py_TPFLAGS_IMMUTABLETYPE)) {
+    return false;
+  }
+  return type->tp_richcompare == PyBaseObject_Type.tp_richcompare || type == torch_device_type();
+}
+
+}  // namespace
+
 EQUALS_MATCH::EQUALS_MATCH(py::object expected, py::object parts, py::object stack)
     : LeafGuard(std::move(parts), std::move(stack)),
       expected_(snapshot_mutable_container(expected)),
       expected_type_(Py_TYPE(expected.ptr())),
-      compare_by_value_(is_immutable_constant(expected.ptr())) {}
+      compare_by_value_(is_immutable_constant(expected.ptr())),
+      runs_python_(!compare_by_value_ && !compares_without_python(expected_type_)) {}
 
 bool EQUALS_MATCH::check(PyObject* value) {
   if (Py_TYPE(value) != expected_type_) {

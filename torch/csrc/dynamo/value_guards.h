@@ -66,14 +66,16 @@ class EQUALS_MATCH : public LeafGuard {
   // Immutable constants compare equal as long as the object is the same.
   void record(MemoRecorder& recorder, PyObject* value) override;
   // An immutable constant is compared after an exact type check, by its
-  // bits: no __eq__ runs.
-  bool may_run_python() const override { return !compare_by_value_; }
+  // bits: no __eq__ runs; nor does one for a type whose `==` is known to
+  // run none (compares_without_python).
+  bool may_run_python() const override { return runs_python_; }
   bool records_on_held_value(PyObject*) const override { return compare_by_value_; }
 
  private:
   py::object expected_;
   PyTypeObject* expected_type_;  // borrowed: kept alive by expected_
   bool compare_by_value_;        // an immutable constant
+  bool runs_python_;
 };
 
 // value is a given singleton (None, True or False) or is not None.
