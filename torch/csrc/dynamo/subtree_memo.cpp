@@ -601,7 +601,20 @@ bool SubtreeMemo::run_steps(size_t n, Validation& validation) const {
       }
       const TensorRecord& record = tensors_[s.tag];
       PyObject* tensor = static_cast<PyObject*>(s.a);
-      if (!tensor_record_matches(record, static_cast<const TENSOR_MATCH*>(s.b), tensor, *validation.tensor_state)) {
+      if (kRecheck) {
+        // The tensor's own verdict stands (run_steps); what later steps
+        // rely on is its __dict__ slot, fused here, at the recorded
+        // offset of the recorded exact type.
+        if (s.slot_offset == 0) {
+          continue;
+        }
+        if (record.expected.all_static ? Py_TYPE(tensor) != reinterpret_cast<PyTypeObject*>(record.expected.pytype)
+                                       : !tensor_record_matches(
+                                             record, static_cast<const TENSOR_MATCH*>(s.b), tensor, *validation.tensor_state)) {
+          return false;
+        }
+      } else if (!tensor_record_matches(
+                     record, static_cast<const TENSOR_MATCH*>(s.b), tensor, *validation.tensor_state)) {
         return false;
       }
       // The tensor's type is the recorded one (just compared): its
@@ -660,9 +673,8 @@ bool SubtreeMemo::run_steps(size_t n, Validation& validation) const {
       case MemoStep::Kind::Leaf:
         // A leaf may run Python code (a lambda guard), which may change
         // what the steps before it checked, or let another thread do it
-        // (still_holds_after_python). Rechecking, such a leaf's verdict
-        // stands: it is not run again.
-        if (kRecheck && s.c != 0) {
+        // (still_holds_after_python). Rechecking, a leaf's verdict stands.
+        if (kRecheck) {
           break;
         }
         if (!static_cast<LeafGuard*>(s.b)->check(static_cast<PyObject*>(s.a)) ||
@@ -688,7 +700,9 @@ bool SubtreeMemo::run_steps(size_t n, Validation& validation) const {
         }
         break;
       case MemoStep::Kind::SlotAddress:
-        *static_cast<PyObject**>(s.b) = static_cast<PyObject*>(s.a);
+        if (!kRecheck) {
+          *static_cast<PyObject**>(s.b) = static_cast<PyObject*>(s.a);
+        }
         break;
       case MemoStep::Kind::TupleItem: {
         // A step before this one pinned the type: an exact tuple.

@@ -514,10 +514,15 @@ class SubtreeMemo {
   // may change anything the steps before it compared, in ways no dict
   // version or watch reports (an object's __dict__ slot or __class__
   // reassigned, a cell or list written, an object freed that later steps
-  // would read): after it, the steps before it are run again (kRecheck),
-  // all but the Dict steps, which the dict clock or the watches cover, and
-  // the Python steps, whose verdicts stand. Only then do the steps after
-  // it run, each on objects proven again.
+  // would read). The walk reads the objects on its path again after such
+  // a guard; the log, which checks each object's type, __dict__ slot,
+  // field or item once (MemoRecorder de-duplicates them), checks them
+  // again after it (kRecheck): every step before it that proves which
+  // object a later step reads. Only then do the steps after it run, each
+  // on objects proven again. Not rechecked: Dict steps (the dict clock or
+  // the watches cover them), and the verdicts of leaves and tensors, which
+  // the log, like the walk, takes once per guard in the walk's order, so
+  // before that Python code ran, as the walk does.
   template <bool kRecheck>
   bool run_steps(size_t n, Validation& validation) const;
   bool still_holds_after_python(size_t end, Validation& validation) const;
